@@ -1,0 +1,43 @@
+# `make run` and `make test` do all set-up on a fresh clone (Python 3.11+, pip and make).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: run test test-sqlite test-postgres lint fmt typecheck bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+run: $(STAMP)  ## migrate, create the demo organization, print its key, serve on 127.0.0.1:8000
+	$(BIN)/callplane demo
+	$(BIN)/callplane serve --host 127.0.0.1 --port 8000
+
+test: $(STAMP)  ## the whole suite: SQLite, then PostgreSQL (skipped, and said so, when absent)
+	bash scripts/test.sh
+
+test-sqlite: $(STAMP)
+	CALLPLANE_TEST_DATABASE=sqlite $(BIN)/pytest -q
+
+test-postgres: $(STAMP)
+	CALLPLANE_TEST_DATABASE=postgresql $(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench
+
+fmt: $(STAMP)
+	$(BIN)/ruff format src tests bench
+	$(BIN)/ruff check --fix src tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+bench: $(STAMP)  ## GET /v1/voices/{uuid} against a minimal route on the same server
+	$(BIN)/python bench/voices.py
+
+clean:
+	rm -rf $(VENV) callplane.db callplane.db-* recordings

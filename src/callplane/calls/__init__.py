@@ -1,0 +1,1 @@
+"""Calls: create, read, list, cancel (DESIGN §5, §6)."""

@@ -1,0 +1,195 @@
+"""``callplane serve | migrate | orgs create | keys create | keys revoke | load | demo``.
+
+``--json`` outputs are a contract (DESIGN §2): exactly one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import orjson
+import typer
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from callplane.db import Database
+from callplane.errors import CallplaneError
+from callplane.migrate import upgrade
+from callplane.settings import Settings
+
+app = typer.Typer(
+    help="callplane: the voice-agent platform API server.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+orgs_app = typer.Typer(help="Organizations.", no_args_is_help=True)
+keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
+app.add_typer(orgs_app, name="orgs")
+app.add_typer(keys_app, name="keys")
+
+T = TypeVar("T")
+
+
+def _in_transaction(work: Callable[[AsyncSession, Settings], Awaitable[T]]) -> T:
+    """Run ``work`` in one committed transaction; domain errors exit 1 with their message."""
+    settings = Settings()
+
+    async def _run() -> T:
+        db = Database(settings.database_url, pool_size=1)
+        try:
+            await upgrade(db)
+            async with db.session(write=True) as session:
+                result = await work(session, settings)
+                await session.commit()
+                return result
+        finally:
+            await db.dispose()
+
+    try:
+        return asyncio.run(_run())
+    except CallplaneError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(orjson.dumps(value).decode() + "\n")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes")] = 1,
+) -> None:
+    """Serve the API (applies pending migrations first)."""
+    import uvicorn
+
+    migrate()
+    uvicorn.run(
+        "callplane.app:create_app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        access_log=False,
+        log_level="warning",
+        loop="uvloop",
+        http="httptools",
+        proxy_headers=False,
+    )
+
+
+@app.command()
+def migrate() -> None:
+    """Apply database migrations."""
+    settings = Settings()
+
+    async def _run() -> None:
+        db = Database(settings.database_url, pool_size=1)
+        try:
+            await upgrade(db)
+        finally:
+            await db.dispose()
+
+    asyncio.run(_run())
+
+
+@orgs_app.command("create")
+def orgs_create(
+    name: str, as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False
+) -> None:
+    """Create an organization and its first API key."""
+    from callplane.orgs.service import create_organization, issue_key
+
+    async def work(session: AsyncSession, _settings: Settings) -> dict[str, Any]:
+        org = await create_organization(session, name)
+        key = await issue_key(session, org.id)
+        return {"id": org.id, "name": org.name, "api_key": key.api_key}
+
+    result = _in_transaction(work)
+    if as_json:
+        _print_json(result)
+    else:
+        typer.echo(f"organization {result['id']} ({result['name']})\nAPI key: {result['api_key']}")
+
+
+@keys_app.command("create")
+def keys_create(
+    org: Annotated[int, typer.Option("--org", help="Organization id")],
+    name: Annotated[str, typer.Option(help="A name for the key")] = "default",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Create another API key for an organization."""
+    from callplane.orgs.service import issue_key
+
+    async def work(session: AsyncSession, _settings: Settings) -> dict[str, Any]:
+        key = await issue_key(session, org, name=name)
+        return {"id": key.id, "api_key": key.api_key}
+
+    result = _in_transaction(work)
+    if as_json:
+        _print_json(result)
+    else:
+        typer.echo(f"key {result['id']}: {result['api_key']}")
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: int) -> None:
+    """Revoke an API key (401 from then on, on every process within a second)."""
+    from callplane.orgs.service import revoke_key
+
+    async def work(session: AsyncSession, _settings: Settings) -> None:
+        await revoke_key(session, key_id)
+
+    _in_transaction(work)
+    typer.echo(f"key {key_id} revoked")
+
+
+@app.command()
+def load(
+    file: Annotated[Path, typer.Argument(help="Fixture document (JSON); - for stdin")],
+    org: Annotated[int, typer.Option("--org", help="Organization id")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Import a fixture document (DESIGN §8) in one transaction."""
+    from callplane.loader import LoadError, load_document
+    from callplane.orgs.service import get_organization
+
+    raw = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    try:
+        document = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        typer.echo(f"error: {file} is not valid JSON: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+    async def work(session: AsyncSession, settings: Settings) -> dict[str, list[Any]]:
+        await get_organization(session, org)
+        return await load_document(session, settings, org, document)
+
+    try:
+        created = _in_transaction(work)
+    except LoadError as exc:  # pragma: no cover - _in_transaction already maps it
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        _print_json(created)
+    else:
+        for section, ids in created.items():
+            typer.echo(f"{section}: {len(ids)} created")
+
+
+@app.command()
+def demo() -> None:
+    """Create the demo organization and sample data (once); print its API key."""
+    from callplane.demo import ensure_demo
+
+    org_id, key = _in_transaction(ensure_demo)
+    typer.echo(f"Demo organization {org_id}. API key:\n{key}")
+
+
+def main() -> None:
+    app()

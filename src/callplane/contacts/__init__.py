@@ -1,0 +1,1 @@
+"""Contact data: per-caller JSON state with revisions and expiry."""

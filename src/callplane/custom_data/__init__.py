@@ -1,0 +1,1 @@
+"""Custom data tables: user-defined schemas and records."""

@@ -1,0 +1,107 @@
+"""Engines, sessions and the dialect-specific pieces every domain shares.
+
+One URL picks the backend: ``sqlite:///PATH`` (aiosqlite) or ``postgresql://...`` (asyncpg).
+For SQLite the connection is tuned once per connection (WAL, busy timeout, foreign keys) and
+transactions are begun by us, not by the driver: read requests use a deferred ``BEGIN`` and write
+requests ``BEGIN IMMEDIATE``, so two writers queue on the busy timeout instead of failing with
+"database is locked" when a read lock would have to be upgraded mid-transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Table, column, event, func, select, table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+def async_url(url: str) -> str:
+    """The async-driver URL for a user-facing one (sqlite → aiosqlite, postgresql → asyncpg)."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite+aiosqlite").render_as_string(hide_password=False)
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+    raise ValueError(f"unsupported database URL scheme: {parsed.drivername}")
+
+
+def _tune_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Hand transaction control to the "begin" hook below (the driver's own BEGIN is deferred
+        # and cannot be made IMMEDIATE).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+class Database:
+    """The engine pair of one process: ``read`` sessions and ``write`` sessions.
+
+    On PostgreSQL both share one engine; on SQLite the write sessions begin IMMEDIATE.
+    """
+
+    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+        self.url = url
+        dialect_url = async_url(url)
+        self.backend = make_url(dialect_url).get_backend_name()
+        kwargs: dict[str, Any] = {"pool_pre_ping": False}
+        if self.backend == "postgresql":
+            kwargs.update(pool_size=pool_size, max_overflow=pool_size * 2)
+        else:
+            kwargs.update(pool_size=pool_size, max_overflow=pool_size)
+        self.engine = create_async_engine(dialect_url, **kwargs)
+        if self.backend == "sqlite":
+            _tune_sqlite(self.engine)
+            self.write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
+        else:
+            self.write_engine = self.engine
+        self.read_sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
+
+    def session(self, *, write: bool) -> AsyncSession:
+        return (self.write_sessions if write else self.read_sessions)()
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+def dialect_insert(session: AsyncSession | Connection, table: Table) -> Any:
+    """An INSERT that supports ``on_conflict_do_update``/``do_nothing`` on either backend."""
+    name = session.get_bind().dialect.name
+    factory: Callable[[Table], Any] = postgresql.insert if name == "postgresql" else sqlite.insert
+    return factory(table)
+
+
+async def sync_id_sequence(session: AsyncSession, table_name: str, column_name: str = "id") -> None:
+    """After inserting explicit integer ids, move PostgreSQL's sequence past them.
+
+    SQLite needs nothing: an INTEGER PRIMARY KEY always continues from the largest id.
+    """
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    largest = select(func.max(column(column_name))).select_from(table(table_name)).scalar_subquery()
+    sequence = func.pg_get_serial_sequence(table_name, column_name)
+    await session.execute(
+        select(func.setval(sequence, func.greatest(func.coalesce(largest, 0), 1)))
+    )

@@ -1,0 +1,1 @@
+"""External (recorded, imported) calls and their recording legs."""

@@ -1,0 +1,1 @@
+"""Fixture sections of this domain (to be filled in by its issue)."""

@@ -1,0 +1,1 @@
+"""Feedback entries on call transcripts, and their notes."""

@@ -1,0 +1,1 @@
+"""The HTTP layer: error families, dependencies, pagination and the /v1 router."""

@@ -1,0 +1,101 @@
+"""Routers that declare their error family, and the route class that enforces it.
+
+``family_router(STATUS, prefix="/contacts")`` gives an APIRouter whose routes render every error
+in the STATUS shape and document those shapes in OpenAPI. The route class also bounds the size
+of request bodies before FastAPI reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from starlette.requests import Request
+from starlette.responses import Response
+
+from callplane.errors import CallplaneError, InvalidInput, PayloadTooLarge
+from callplane.http.families import ErrorFamily, Rendered, render_error, render_validation
+from callplane.http.responses import JSONResponse, json_response
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+async def _enforce_body_limit(request: Request) -> bool:
+    """Refuse bodies over CALLPLANE_MAX_BODY_BYTES; True when the request has a body."""
+    limit: int = request.app.state.runtime.settings.max_body_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise PayloadTooLarge("Invalid Content-Length")
+        if int(declared) > limit:
+            raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+        return int(declared) > 0
+    # Chunked upload: read it here, bounded, and hand the bytes to FastAPI's own body parsing.
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+        chunks.append(chunk)
+    request._body = b"".join(chunks)
+    return size > 0
+
+
+def _require_json(request: Request) -> None:
+    """A body sent as form data or text is a clear 422, not a confusing type error."""
+    content_type = request.headers.get("content-type")
+    if not content_type:
+        return
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media != "application/json" and not (
+        media.startswith("application/") and media.endswith("+json")
+    ):
+        raise InvalidInput(
+            "Request body must be JSON (Content-Type: application/json)",
+            loc=("body",),
+            type_="content_type",
+        )
+
+
+def _respond(rendered: Rendered) -> Response:
+    return json_response(rendered.body, rendered.status_code, rendered.headers)
+
+
+def family_route_class(family: ErrorFamily) -> type[APIRoute]:
+    class FamilyRoute(APIRoute):
+        error_family = family
+
+        def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+            responses = family.openapi_responses()
+            for code, extra in (kwargs.pop("responses", None) or {}).items():
+                responses[code] = {**responses.get(code, {}), **extra}
+            kwargs.setdefault("response_class", JSONResponse)
+            super().__init__(path, endpoint, responses=responses, **kwargs)
+
+        def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+            handler = super().get_route_handler()
+
+            async def handle(request: Request) -> Response:
+                try:
+                    if request.method in _BODY_METHODS:
+                        has_body = await _enforce_body_limit(request)
+                        if has_body:
+                            _require_json(request)
+                    return await handler(request)
+                except CallplaneError as exc:
+                    return _respond(render_error(family, exc))
+                except RequestValidationError as exc:
+                    return _respond(render_validation(family, list(exc.errors())))
+
+            return handle
+
+    FamilyRoute.__name__ = f"{family.name.title()}Route"
+    return FamilyRoute
+
+
+def family_router(family: ErrorFamily, **kwargs: Any) -> APIRouter:
+    return APIRouter(route_class=family_route_class(family), **kwargs)

@@ -1,0 +1,35 @@
+"""The /v1 router: every domain's router, in an order where fixed paths precede parameters."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from callplane.call_tags.router import router as call_tags
+from callplane.calls.find_router import router as find_calls
+from callplane.calls.router import router as calls
+from callplane.contacts.router import router as contacts
+from callplane.custom_data.router import router as custom_data
+from callplane.external_calls.router import router as external_calls
+from callplane.feedback.router import router as feedback
+from callplane.phone_numbers.router import router as phone_numbers
+from callplane.recordings.router import router as recordings
+from callplane.voices.router import router as voices
+
+
+def build_v1_router() -> APIRouter:
+    v1 = APIRouter(prefix="/v1")
+    # find_by_attribute first: /calls/{uuid} would otherwise capture it.
+    for router in (
+        find_calls,
+        calls,
+        feedback,
+        contacts,
+        custom_data,
+        phone_numbers,
+        external_calls,
+        recordings,
+        voices,
+        call_tags,
+    ):
+        v1.include_router(router)
+    return v1

@@ -1,0 +1,128 @@
+"""The fixture document of DESIGN §8, loaded in one transaction.
+
+Each domain contributes the sections it owns with ``@section("name")`` in its ``fixtures``
+module; sections run in dependency order (agents before the numbers that route to them, calls
+before their feedback). A section validates its items, inserts them, and returns the ids it
+created, in document order. Any invalid item aborts the whole load with a ``LoadError``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from callplane.errors import CallplaneError
+from callplane.settings import Settings
+
+#: Sections in the order they are loaded; also the keys a document may have.
+SECTION_ORDER = (
+    "agents",
+    "voices",
+    "phone_numbers",
+    "call_tags",
+    "calls",
+    "feedback",
+    "external_calls",
+    "call_recordings",
+    "tables",
+    "contacts",
+)
+
+#: Modules that register sections (imported on first use, so domains stay decoupled).
+_SECTION_MODULES = (
+    "callplane.orgs.fixtures",
+    "callplane.voices.fixtures",
+    "callplane.phone_numbers.fixtures",
+    "callplane.call_tags.fixtures",
+    "callplane.calls.fixtures",
+    "callplane.feedback.fixtures",
+    "callplane.external_calls.fixtures",
+    "callplane.contacts.fixtures",
+    "callplane.custom_data.fixtures",
+)
+
+
+class LoadError(CallplaneError):
+    status_code = 422
+
+
+@dataclass
+class LoadContext:
+    session: AsyncSession
+    organization_id: int
+    settings: Settings
+    #: Free-form per-load memory for sections that refer to each other's items.
+    memo: dict[str, Any] = field(default_factory=dict)
+
+
+SectionLoader = Callable[[LoadContext, list[Any]], Awaitable[list[Any]]]
+_SECTIONS: dict[str, SectionLoader] = {}
+
+
+def section(name: str) -> Callable[[SectionLoader], SectionLoader]:
+    if name not in SECTION_ORDER:
+        raise ValueError(f"unknown fixture section {name!r}")
+
+    def register(loader: SectionLoader) -> SectionLoader:
+        _SECTIONS[name] = loader
+        return loader
+
+    return register
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_items(name: str, items: list[Any], model: type[M]) -> list[M]:
+    """Validate every item of a section, naming the first bad one: ``voices[2].name: ...``."""
+    parsed = []
+    for index, item in enumerate(items):
+        try:
+            parsed.append(model.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise LoadError(
+                f"{name}[{index}]{'.' + where if where else ''}: {first['msg']}"
+            ) from None
+    return parsed
+
+
+def _import_sections() -> None:
+    for module in _SECTION_MODULES:
+        importlib.import_module(module)
+
+
+async def load_document(
+    session: AsyncSession, settings: Settings, organization_id: int, document: Any
+) -> dict[str, list[Any]]:
+    """Load a document for one organization; flushes but does not commit."""
+    _import_sections()
+    if not isinstance(document, dict):
+        raise LoadError("the fixture document must be a JSON object")
+    unknown = sorted(set(document) - set(SECTION_ORDER))
+    if unknown:
+        raise LoadError(f"unknown sections: {', '.join(unknown)}")
+    context = LoadContext(session=session, organization_id=organization_id, settings=settings)
+    created: dict[str, list[Any]] = {}
+    for name in SECTION_ORDER:
+        if name not in document:
+            continue
+        items = document[name]
+        if not isinstance(items, list):
+            raise LoadError(f"{name} must be a list")
+        loader = _SECTIONS.get(name)
+        if loader is None:
+            raise LoadError(f"section {name} is not supported yet")
+        try:
+            created[name] = await loader(context, items)
+            await session.flush()
+        except IntegrityError as exc:
+            raise LoadError(f"{name}: conflicts with existing data ({exc.orig})") from None
+    return created

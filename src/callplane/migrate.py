@@ -1,0 +1,51 @@
+"""Apply the Alembic migrations and check them against the models (CLI, server, tests)."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from sqlalchemy.engine import Connection
+
+from callplane.db import Database
+
+
+def alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(files("callplane") / "migrations"))
+    return config
+
+
+async def upgrade(db: Database, revision: str = "head") -> None:
+    config = alembic_config()
+
+    def _upgrade(connection: Connection) -> None:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+    async with db.engine.begin() as conn:
+        await conn.run_sync(_upgrade)
+
+
+async def drift(db: Database) -> list[object]:
+    """Differences between the migrated schema and the models (empty when they agree)."""
+    from callplane.models import metadata
+    from callplane.models.base import USER_TABLE_PREFIX
+
+    def _compare(connection: Connection) -> list[object]:
+        context = MigrationContext.configure(
+            connection,
+            opts={
+                "compare_type": True,
+                "include_name": lambda name, type_, _p: (
+                    not (type_ == "table" and name and name.startswith(USER_TABLE_PREFIX))
+                ),
+            },
+        )
+        return list(compare_metadata(context, metadata))
+
+    async with db.engine.connect() as conn:
+        return await conn.run_sync(_compare)

@@ -1,0 +1,1 @@
+"""Alembic migrations, shipped inside the package so ``callplane migrate`` works from a wheel."""

@@ -1,0 +1,1 @@
+"""Models of the calls domain (filled in by its issue)."""

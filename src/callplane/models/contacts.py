@@ -1,0 +1,1 @@
+"""Models of the contacts domain (filled in by its issue)."""

@@ -1,0 +1,1 @@
+"""Models of the custom_data domain (filled in by its issue)."""

@@ -1,0 +1,1 @@
+"""Models of the external_calls domain (filled in by its issue)."""

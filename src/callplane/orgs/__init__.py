@@ -1,0 +1,1 @@
+"""Organizations and API keys."""

@@ -1,0 +1,96 @@
+"""Organizations and their API keys (DESIGN §3).
+
+Keys are ``cp_`` + 43 url-safe characters (32 random bytes). Only their SHA-256 is stored: the
+plain key is returned once, at creation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from callplane.errors import NotFound
+from callplane.models.base import utcnow
+from callplane.models.orgs import ApiKey, Organization
+
+KEY_PREFIX = "cp_"
+
+
+def hash_key(plain: str) -> str:
+    return hashlib.sha256(plain.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def generate_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedKey:
+    id: int
+    organization_id: int
+    api_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """Who is calling: the organization every query is scoped to, and the key used."""
+
+    organization_id: int
+    api_key_id: int
+
+
+async def create_organization(session: AsyncSession, name: str) -> Organization:
+    org = Organization(name=name)
+    session.add(org)
+    await session.flush()
+    return org
+
+
+async def get_organization(session: AsyncSession, organization_id: int) -> Organization:
+    org = await session.get(Organization, organization_id)
+    if org is None:
+        raise NotFound(f"Organization {organization_id} not found")
+    return org
+
+
+async def issue_key(
+    session: AsyncSession, organization_id: int, name: str = "default", plain: str | None = None
+) -> IssuedKey:
+    """Create an API key. ``plain`` lets the demo derive its key deterministically."""
+    await get_organization(session, organization_id)
+    plain = plain or generate_key()
+    key = ApiKey(organization_id=organization_id, name=name, key_hash=hash_key(plain))
+    session.add(key)
+    await session.flush()
+    return IssuedKey(id=key.id, organization_id=organization_id, api_key=plain)
+
+
+async def revoke_key(session: AsyncSession, key_id: int) -> None:
+    result = await session.execute(
+        update(ApiKey)
+        .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+        .returning(ApiKey.id)
+    )
+    if result.first() is None and await session.get(ApiKey, key_id) is None:
+        raise NotFound(f"API key {key_id} not found")
+
+
+_LOOKUP = select(ApiKey.id, ApiKey.organization_id, ApiKey.key_hash).where(
+    ApiKey.key_hash == bindparam("key_hash"),
+    ApiKey.revoked_at.is_(None),
+)
+
+
+async def find_tenant(session: AsyncSession, plain: str) -> Tenant | None:
+    """The tenant of an active key, or None. One indexed query on the key's hash."""
+    digest = hash_key(plain)
+    row = (await session.execute(_LOOKUP, {"key_hash": digest})).first()
+    if row is None or not hmac.compare_digest(row.key_hash, digest):
+        return None
+    return Tenant(organization_id=row.organization_id, api_key_id=row.id)

@@ -1,0 +1,1 @@
+"""Phone numbers (SPEC: PATCH /numbers/{uuid})."""

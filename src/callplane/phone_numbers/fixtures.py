@@ -1,0 +1,59 @@
+"""Fixture section: phone numbers (``agent_id`` names an agent of the same organization)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+
+from callplane.loader import LoadContext, LoadError, parse_items, section
+from callplane.models.agents import Agent
+from callplane.models.base import utcnow
+from callplane.models.phone_numbers import PhoneNumber
+
+
+class PhoneNumberItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: uuid.UUID | None = None
+    number: str = Field(min_length=1, max_length=32)
+    friendly_name: str | None = Field(default=None, max_length=255)
+    area_code: str | None = Field(default=None, max_length=16)
+    country: str | None = Field(default=None, max_length=8)
+    agent_id: int | None = None
+    created_at: datetime | None = None
+
+
+@section("phone_numbers")
+async def load_phone_numbers(context: LoadContext, items: list[Any]) -> list[Any]:
+    parsed = parse_items("phone_numbers", items, PhoneNumberItem)
+    wanted = {p.agent_id for p in parsed if p.agent_id is not None}
+    known = set(
+        await context.session.scalars(
+            select(Agent.id).where(
+                Agent.organization_id == context.organization_id, Agent.id.in_(wanted)
+            )
+        )
+    )
+    numbers = []
+    for index, item in enumerate(parsed):
+        if item.agent_id is not None and item.agent_id not in known:
+            raise LoadError(f"phone_numbers[{index}].agent_id: no agent {item.agent_id}")
+        numbers.append(
+            PhoneNumber(
+                organization_id=context.organization_id,
+                id=item.id or uuid.uuid4(),
+                number=item.number,
+                friendly_name=item.friendly_name,
+                area_code=item.area_code,
+                country=item.country,
+                agent_id=item.agent_id,
+                created_at=item.created_at or utcnow(),
+                updated_at=item.created_at or utcnow(),
+            )
+        )
+    context.session.add_all(numbers)
+    return [str(n.id) for n in numbers]

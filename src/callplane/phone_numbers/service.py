@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from callplane.errors import InvalidInput, NotFound
+from callplane.models.agents import Agent
+from callplane.models.base import utcnow
+from callplane.models.phone_numbers import PhoneNumber
+from callplane.phone_numbers.schemas import AgentRef
+from callplane.phone_numbers.schemas import PhoneNumber as PhoneNumberOut
+
+FRIENDLY_NAME_MAX = 255
+
+
+def clean_friendly_name(value: object) -> str:
+    """DESIGN §5: a string of 1–255 characters after trimming."""
+    if not isinstance(value, str):
+        raise InvalidInput("friendly_name must be a string", loc=("body", "friendly_name"))
+    trimmed = value.strip()
+    if not 1 <= len(trimmed) <= FRIENDLY_NAME_MAX:
+        raise InvalidInput(
+            f"friendly_name must be 1 to {FRIENDLY_NAME_MAX} characters after trimming",
+            loc=("body", "friendly_name"),
+        )
+    if any(ord(c) < 32 or ord(c) == 127 for c in trimmed):
+        raise InvalidInput(
+            "friendly_name must not contain control characters", loc=("body", "friendly_name")
+        )
+    return trimmed
+
+
+async def rename_number(
+    session: AsyncSession, organization_id: int, number_id: uuid.UUID, friendly_name: str
+) -> PhoneNumberOut:
+    updated = (
+        await session.execute(
+            update(PhoneNumber)
+            .where(PhoneNumber.organization_id == organization_id, PhoneNumber.id == number_id)
+            .values(friendly_name=friendly_name, updated_at=utcnow())
+            .returning(PhoneNumber.id)
+        )
+    ).first()
+    if updated is None:
+        raise NotFound("Phone number not found")
+    row = (
+        await session.execute(
+            select(PhoneNumber, Agent)
+            .outerjoin(
+                Agent,
+                (Agent.id == PhoneNumber.agent_id)
+                & (Agent.organization_id == PhoneNumber.organization_id),
+            )
+            .where(PhoneNumber.organization_id == organization_id, PhoneNumber.id == number_id)
+            .execution_options(populate_existing=True)
+        )
+    ).one()
+    number, agent = row
+    return PhoneNumberOut(
+        id=number.id,
+        number=number.number,
+        friendly_name=number.friendly_name,
+        area_code=number.area_code,
+        country=number.country,
+        created_at=number.created_at,
+        updated_at=number.updated_at,
+        agent=AgentRef(id=agent.id, name=agent.name, uuid=agent.uuid) if agent else None,
+    )

@@ -1,0 +1,91 @@
+"""Rate limits with the ``limits`` library: per API key, and per client address for failed logins.
+
+Counters live in process memory by default, or in Redis when CALLPLANE_REDIS_URL is set so that
+every process of a deployment shares them. A limiter backend that fails (Redis down) lets the
+request through and logs: an outage of the limiter must not become an outage of the API.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from limits import RateLimitItem, parse
+from limits.aio.storage import MemoryStorage, Storage
+from limits.aio.strategies import FixedWindowRateLimiter
+from limits.storage import storage_from_string
+
+from callplane.errors import RateLimited
+from callplane.settings import Settings
+
+log = logging.getLogger("callplane.ratelimit")
+
+
+def parse_limit(value: str) -> RateLimitItem | None:
+    """``"1200/minute"`` → a limit; ``"0"``, ``"off"`` or empty → no limit."""
+    value = value.strip().lower()
+    if value in ("", "0", "off", "none", "false"):
+        return None
+    return parse(value)
+
+
+def _storage(settings: Settings) -> Storage:
+    if not settings.redis_url:
+        return MemoryStorage()
+    url = settings.redis_url
+    if url.startswith(("redis://", "rediss://", "redis+unix://")):
+        url = "async+" + url
+    return storage_from_string(url, key_prefix=settings.redis_prefix, implementation="redispy")
+
+
+class RateLimiter:
+    def __init__(self, settings: Settings) -> None:
+        self.per_key = parse_limit(settings.rate_limit)
+        self.auth_failures = parse_limit(settings.auth_failure_limit)
+        self.storage = _storage(settings) if (self.per_key or self.auth_failures) else None
+        self._strategy = FixedWindowRateLimiter(self.storage) if self.storage else None
+
+    async def _retry_after(self, item: RateLimitItem, identity: str) -> int:
+        assert self._strategy is not None
+        stats = await self._strategy.get_window_stats(item, identity)
+        return max(1, math.ceil(stats.reset_time - time.time()))
+
+    async def hit_key(self, api_key_id: int) -> None:
+        """Count one request of an API key; RateLimited once its window is used up."""
+        if self.per_key is None or self._strategy is None:
+            return
+        identity = f"key:{api_key_id}"
+        try:
+            allowed = await self._strategy.hit(self.per_key, identity)
+            if not allowed:
+                raise RateLimited(await self._retry_after(self.per_key, identity))
+        except RateLimited:
+            raise
+        except Exception:  # the limiter's backend failed: fail open, loudly
+            log.exception("rate limiter unavailable; request allowed")
+
+    async def guard_auth_failures(self, address: str) -> None:
+        """RateLimited while an address has used up its failed-authentication allowance."""
+        if self.auth_failures is None or self._strategy is None:
+            return
+        identity = f"authfail:{address}"
+        try:
+            if not await self._strategy.test(self.auth_failures, identity):
+                raise RateLimited(await self._retry_after(self.auth_failures, identity))
+        except RateLimited:
+            raise
+        except Exception:
+            log.exception("rate limiter unavailable; request allowed")
+
+    async def record_auth_failure(self, address: str) -> None:
+        if self.auth_failures is None or self._strategy is None:
+            return
+        try:
+            await self._strategy.hit(self.auth_failures, f"authfail:{address}")
+        except Exception:
+            log.exception("rate limiter unavailable; failure not counted")
+
+    async def close(self) -> None:
+        if self.storage is not None and hasattr(self.storage, "reset") and False:
+            await self.storage.reset()

@@ -1,0 +1,1 @@
+"""Recording storage, signed URLs and audio serving."""

@@ -1,0 +1,27 @@
+"""Per-process state built once from the settings and shared by all requests of an app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from callplane.db import Database
+from callplane.http.auth import KeyCache
+from callplane.ratelimit import RateLimiter
+from callplane.settings import Settings
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    limiter: RateLimiter
+    key_cache: KeyCache = field(default_factory=KeyCache)
+
+    @classmethod
+    def build(cls, settings: Settings) -> Runtime:
+        return cls(
+            settings=settings, db=Database(settings.database_url), limiter=RateLimiter(settings)
+        )
+
+    async def close(self) -> None:
+        await self.db.dispose()

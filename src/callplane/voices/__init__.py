@@ -1,0 +1,1 @@
+"""Voices (SPEC: GET /voices, GET /voices/{uuid})."""

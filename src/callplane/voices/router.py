@@ -1,0 +1,33 @@
+"""Voices. Errors are ``{"error": str}``; request validation uses the detail list (SPEC)."""
+
+from __future__ import annotations
+
+import uuid
+
+from starlette.responses import Response
+
+from callplane.http.deps import CurrentTenant, SessionDep
+from callplane.http.families import VOICES
+from callplane.http.responses import json_response
+from callplane.http.routing import family_router
+from callplane.voices import service
+from callplane.voices.schemas import Voice
+
+router = family_router(VOICES, tags=["voices"])
+
+
+@router.get("/voices", response_model=list[Voice], summary="List voices")
+async def list_voices(session: SessionDep, tenant: CurrentTenant) -> Response:
+    voices = await service.list_voices(session, tenant.organization_id)
+    return json_response([Voice.model_validate(v) for v in voices])
+
+
+@router.get(
+    "/voices/{uuid}",
+    response_model=Voice,
+    summary="Read a voice",
+    responses={404: {"description": "Voice not found"}},
+)
+async def get_voice(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    voice = await service.get_voice(session, tenant.organization_id, uuid)
+    return json_response(Voice.model_validate(voice))

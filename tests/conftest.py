@@ -1,0 +1,212 @@
+"""Test harness: the real app over a real database, a fresh one for every test.
+
+Backend: CALLPLANE_TEST_DATABASE=sqlite (default) or postgresql.
+- SQLite: the schema is migrated once into a template file, copied for every test.
+- PostgreSQL: one database per test session (CREATE DATABASE with a random name on the server
+  named by CALLPLANE_TEST_POSTGRES_URL, dropped at the end), migrated once, its tables
+  truncated (and run-time custom-data tables dropped) before every test.
+
+Tests talk HTTP to ``create_app(settings)`` through httpx; setup goes through the same services
+the CLI uses (``tests/factories.py``), with real API keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import text
+
+from callplane.app import create_app
+from callplane.db import Database
+from callplane.migrate import upgrade
+from callplane.models import metadata
+from callplane.models.base import USER_TABLE_PREFIX
+from callplane.settings import Settings
+
+BACKEND = os.environ.get("CALLPLANE_TEST_DATABASE", "sqlite")
+POSTGRES_ADMIN_URL = os.environ.get(
+    "CALLPLANE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("CALLPLANE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Every coroutine test runs on anyio's asyncio backend without a marker on each.
+    for item in items:
+        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.obj):
+            item.add_marker(pytest.mark.anyio)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _pg_url(database: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(POSTGRES_ADMIN_URL).set(database=database).render_as_string(False)
+
+
+async def _pg_admin(statement: str) -> None:
+    import asyncpg
+
+    from callplane.db import async_url
+
+    url = async_url(POSTGRES_ADMIN_URL).replace("postgresql+asyncpg", "postgresql")
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+async def _migrate(url: str) -> None:
+    db = Database(url, pool_size=1)
+    try:
+        await upgrade(db)
+    finally:
+        await db.dispose()
+
+
+@pytest.fixture(scope="session")
+def database_template(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """SQLite: path of a migrated template file. PostgreSQL: URL of the session's database."""
+    if BACKEND == "sqlite":
+        path = tmp_path_factory.mktemp("db") / "template.db"
+        asyncio.run(_migrate(f"sqlite:///{path}"))
+        yield path
+        return
+    if BACKEND != "postgresql":
+        raise pytest.UsageError(f"unknown CALLPLANE_TEST_DATABASE={BACKEND!r}")
+    name = f"callplane_test_{uuid.uuid4().hex[:12]}"
+    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    try:
+        asyncio.run(_migrate(_pg_url(name)))
+        yield _pg_url(name)
+    finally:
+        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+_counter = iter(range(10**9))
+
+
+@pytest.fixture
+def database_url(database_template: Any, tmp_path: Path) -> str:
+    """A fresh, migrated, empty database for this test."""
+    if BACKEND == "sqlite":
+        target = tmp_path / f"test-{next(_counter)}.db"
+        shutil.copyfile(database_template, target)
+        return f"sqlite:///{target}"
+    url: str = database_template
+    asyncio.run(_reset_postgres(url))
+    return url
+
+
+async def _reset_postgres(url: str) -> None:
+    db = Database(url, pool_size=1)
+    try:
+        async with db.engine.begin() as conn:
+            user_tables = (
+                await conn.execute(
+                    text(
+                        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                        "AND tablename LIKE :prefix"
+                    ),
+                    {"prefix": USER_TABLE_PREFIX + "%"},
+                )
+            ).scalars()
+            for table in user_tables:
+                quoted = conn.dialect.identifier_preparer.quote(table)
+                await conn.execute(text(f"DROP TABLE IF EXISTS {quoted} CASCADE"))
+            names = ", ".join(
+                conn.dialect.identifier_preparer.quote(t.name) for t in metadata.sorted_tables
+            )
+            await conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+    finally:
+        await db.dispose()
+
+
+def test_settings(database_url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "log_level": "warning",
+        "storage_url": overrides.pop("storage_url", None)
+        or "file://"
+        + str(
+            Path(database_url.removeprefix("sqlite:///")).parent / "recordings"
+            if database_url.startswith("sqlite")
+            else Path("/tmp") / f"callplane-recordings-{uuid.uuid4().hex[:8]}"
+        ),
+        "signing_key": "test-signing-key",
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+AppFactory = Callable[..., Any]
+
+
+@pytest.fixture
+async def make_app(database_url: str) -> AsyncIterator[AppFactory]:
+    """Build apps with settings overrides: ``app = await make_app(rate_limit="3/minute")``.
+
+    Apps built for one test share its database; each is started (lifespan) and stopped.
+    """
+    stacks: list[Any] = []
+
+    async def factory(**overrides: Any) -> FastAPI:
+        app = create_app(test_settings(database_url, **overrides))
+        lifespan = app.router.lifespan_context(app)
+        await lifespan.__aenter__()
+        stacks.append(lifespan)
+        return app
+
+    yield factory
+    for lifespan in reversed(stacks):
+        await lifespan.__aexit__(None, None, None)
+
+
+@pytest.fixture
+async def app(make_app: AppFactory) -> FastAPI:
+    application: FastAPI = await make_app()
+    return application
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+        yield c
+
+
+def client_for(app: FastAPI) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver")
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """A reachable Redis, or a skip (a failure under CI, where Redis must be there)."""
+    import socket
+
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(REDIS_URL.replace("redis://", "redis+x://", 1))
+    try:
+        socket.create_connection((parsed.host or "127.0.0.1", parsed.port or 6379), 1).close()
+    except OSError:
+        if IN_CI:
+            pytest.fail(f"Redis is required under CI but not reachable at {REDIS_URL}")
+        pytest.skip(f"Redis not reachable at {REDIS_URL}")
+    return REDIS_URL
