@@ -13,7 +13,6 @@ the CLI uses (``tests/factories.py``), with real API keys.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import shutil
 import uuid
@@ -39,18 +38,6 @@ POSTGRES_ADMIN_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("CALLPLANE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Every coroutine test runs on anyio's asyncio backend without a marker on each.
-    for item in items:
-        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.obj):
-            item.add_marker(pytest.mark.anyio)
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _pg_url(database: str) -> str:
