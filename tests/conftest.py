@@ -125,7 +125,7 @@ async def _reset_postgres(url: str) -> None:
         await db.dispose()
 
 
-def test_settings(database_url: str, **overrides: Any) -> Settings:
+def make_settings(database_url: str, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "database_url": database_url,
         "log_level": "warning",
@@ -154,7 +154,8 @@ async def make_app(database_url: str) -> AsyncIterator[AppFactory]:
     stacks: list[Any] = []
 
     async def factory(**overrides: Any) -> FastAPI:
-        app = create_app(test_settings(database_url, **overrides))
+        url = overrides.pop("database_url", database_url)
+        app = create_app(make_settings(url, **overrides))
         lifespan = app.router.lifespan_context(app)
         await lifespan.__aenter__()
         stacks.append(lifespan)

@@ -9,6 +9,7 @@ work at once.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
@@ -22,14 +23,15 @@ _CACHE_MAX_ENTRIES = 50_000
 
 
 class KeyCache:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._entries: dict[str, tuple[float, Tenant]] = {}
 
     def get(self, plain: str) -> Tenant | None:
         entry = self._entries.get(plain)
         if entry is None:
             return None
-        if entry[0] < time.monotonic():
+        if entry[0] <= self._clock():
             self._entries.pop(plain, None)
             return None
         return entry[1]
@@ -37,7 +39,7 @@ class KeyCache:
     def put(self, plain: str, tenant: Tenant) -> None:
         if len(self._entries) >= _CACHE_MAX_ENTRIES:
             self._entries.clear()
-        self._entries[plain] = (time.monotonic() + CACHE_SECONDS, tenant)
+        self._entries[plain] = (self._clock() + CACHE_SECONDS, tenant)
 
 
 def _bearer_token(request: Request) -> str | None:

@@ -22,18 +22,20 @@ class AgentItem(BaseModel):
 
 @section("agents")
 async def load_agents(context: LoadContext, items: list[Any]) -> list[Any]:
-    agents = []
-    for item in parse_items("agents", items, AgentItem):
-        agent = Agent(
-            organization_id=context.organization_id,
-            name=item.name,
-            uuid=item.uuid or uuid4(),
-        )
-        if item.id is not None:
-            agent.id = item.id
+    parsed = parse_items("agents", items, AgentItem)
+    agents = [
+        Agent(organization_id=context.organization_id, name=item.name, uuid=item.uuid or uuid4())
+        for item in parsed
+    ]
+    # Explicit ids go in first and the sequence is moved past them, so the generated ids that
+    # follow can never collide with them (PostgreSQL does not advance a sequence on its own).
+    explicit = [(agent, item.id) for agent, item in zip(agents, parsed, strict=True) if item.id]
+    for agent, agent_id in explicit:
+        agent.id = agent_id
         context.session.add(agent)
-        agents.append(agent)
-    await context.session.flush()
-    if any(item.get("id") is not None for item in items if isinstance(item, dict)):
+    if explicit:
+        await context.session.flush()
         await sync_id_sequence(context.session, "agents")
+    context.session.add_all(a for a in agents if a.id is None)
+    await context.session.flush()
     return [a.id for a in agents]

@@ -1,0 +1,3 @@
+from callplane.cli.main import main
+
+main()
