@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+from sqlalchemy.sql import FromClause
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -86,10 +87,10 @@ class Database:
         await self.engine.dispose()
 
 
-def dialect_insert(session: AsyncSession | Connection, table: Table) -> Any:
+def dialect_insert(session: AsyncSession, table: Table | FromClause) -> Any:
     """An INSERT that supports ``on_conflict_do_update``/``do_nothing`` on either backend."""
     name = session.get_bind().dialect.name
-    factory: Callable[[Table], Any] = postgresql.insert if name == "postgresql" else sqlite.insert
+    factory: Callable[[Any], Any] = postgresql.insert if name == "postgresql" else sqlite.insert
     return factory(table)
 
 

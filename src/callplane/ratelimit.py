@@ -36,7 +36,9 @@ def _storage(settings: Settings) -> Storage:
     url = settings.redis_url
     if url.startswith(("redis://", "rediss://", "redis+unix://")):
         url = "async+" + url
-    return storage_from_string(url, key_prefix=settings.redis_prefix, implementation="redispy")
+    storage = storage_from_string(url, key_prefix=settings.redis_prefix, implementation="redispy")
+    assert isinstance(storage, Storage), "an async+ URL yields an async storage"
+    return storage
 
 
 class RateLimiter:
@@ -85,7 +87,3 @@ class RateLimiter:
             await self._strategy.hit(self.auth_failures, f"authfail:{address}")
         except Exception:
             log.exception("rate limiter unavailable; failure not counted")
-
-    async def close(self) -> None:
-        if self.storage is not None and hasattr(self.storage, "reset") and False:
-            await self.storage.reset()

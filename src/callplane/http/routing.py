@@ -7,7 +7,7 @@ of request bodies before FastAPI reads them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import APIRouter
@@ -76,7 +76,7 @@ def family_route_class(family: ErrorFamily) -> type[APIRoute]:
             kwargs.setdefault("response_class", JSONResponse)
             super().__init__(path, endpoint, responses=responses, **kwargs)
 
-        def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
             handler = super().get_route_handler()
 
             async def handle(request: Request) -> Response:

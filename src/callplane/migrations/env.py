@@ -4,7 +4,7 @@ opens one from CALLPLANE_DATABASE_URL when Alembic's own CLI is used."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from alembic import context
@@ -24,7 +24,7 @@ def include_name(name: str | None, type_: str, _parent: Any) -> bool:
     return not (type_ == "table" and name is not None and name.startswith(USER_TABLE_PREFIX))
 
 
-def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | bool:
+def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | Literal[False]:
     """Render the project's column types by their portable definitions in generated migrations."""
     if type_ != "type":
         return False
