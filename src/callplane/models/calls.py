@@ -1,1 +1,222 @@
-"""Models of the calls domain (filled in by its issue)."""
+"""Calls, the tags on them, the find-by-attribute index, idempotency keys, transcript feedback.
+
+Every table is keyed by ``(organization_id, ...)`` so rows of one organization sit together and a
+distributed PostgreSQL can shard by organization. Child rows point at their call with a composite
+foreign key ``(organization_id, call_uuid)`` and go away with it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from callplane.models.base import Base, utcnow
+
+#: Statuses the service uses (DESIGN §5). Only ``enqueued`` can be cancelled.
+CALL_STATUSES = (
+    "enqueued",
+    "dialing",
+    "in_progress",
+    "completed",
+    "failed",
+    "no_answer",
+    "busy",
+    "cancelled",
+)
+
+
+class Call(Base):
+    __tablename__ = "calls"
+    __table_args__ = (
+        # GET /calls: newest first, optionally narrowed by status.
+        Index("ix_calls_organization_id_created_at_id", "organization_id", "created_at", "id"),
+        Index(
+            "ix_calls_organization_id_status_created_at_id",
+            "organization_id",
+            "status",
+            "created_at",
+            "id",
+        ),
+    )
+
+    organization_id: Mapped[int] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
+    )
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    simple_uuid: Mapped[uuid.UUID] = mapped_column(default=uuid.uuid4)
+    from_number: Mapped[str | None] = mapped_column(String(64), default=None)
+    to_number: Mapped[str | None] = mapped_column(String(64), default=None)
+    status: Mapped[str] = mapped_column(String(16), default="enqueued")
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    ended_at: Mapped[datetime | None] = mapped_column(default=None)
+    duration: Mapped[int | None] = mapped_column(default=None)
+    transcripts: Mapped[list[Any]] = mapped_column(default=list)
+    screen_pop_token: Mapped[str | None] = mapped_column(String(255), default=None)
+    call_prompt: Mapped[str | None] = mapped_column(Text, default=None)
+    answered_by: Mapped[str | None] = mapped_column(String(32), default=None)
+    language: Mapped[str | None] = mapped_column(String(32), default=None)
+    transferred: Mapped[bool] = mapped_column(default=False)
+    handoff_metadata: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    direction: Mapped[str | None] = mapped_column(String(16), default=None)
+    voice_uuid: Mapped[uuid.UUID | None] = mapped_column(default=None)
+    agent_speaks_first: Mapped[bool | None] = mapped_column(default=None)
+    # The agent's uuid (the wire's agent_id), kept as a value rather than a join: an agent's
+    # uuid never changes, and reading a call then needs no other table.
+    agent_uuid: Mapped[uuid.UUID | None] = mapped_column(default=None)
+    agent_branch: Mapped[str | None] = mapped_column(String(64), default=None)
+    agent_commit_id: Mapped[str | None] = mapped_column(String(64), default=None)
+    agent_branch_name: Mapped[str | None] = mapped_column(String(255), default=None)
+    external_identifiers: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    cart: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    analyzers: Mapped[list[Any]] = mapped_column(default=list)
+    analysis_results: Mapped[list[Any]] = mapped_column(default=list)
+    summary: Mapped[str | None] = mapped_column(Text, default=None)
+    keyterms: Mapped[list[str]] = mapped_column(default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class CallTagLink(Base):
+    """A call tag on a call; ``position`` keeps the order the tags were given in."""
+
+    __tablename__ = "call_tag_links"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["organization_id", "call_uuid"],
+            ["calls.organization_id", "calls.id"],
+            ondelete="CASCADE",
+        ),
+        ForeignKeyConstraint(
+            ["organization_id", "tag_uuid"],
+            ["call_tags.organization_id", "call_tags.id"],
+            ondelete="CASCADE",
+        ),
+        # Deleting a tag finds its links through this index.
+        Index("ix_call_tag_links_organization_id_tag_uuid", "organization_id", "tag_uuid"),
+    )
+
+    organization_id: Mapped[int] = mapped_column(primary_key=True)
+    call_uuid: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    tag_uuid: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    position: Mapped[int] = mapped_column(default=0)
+
+
+class CallAttribute(Base):
+    """One searchable (source, key, value) of a call: the index behind find_by_attribute.
+
+    Keys and values are stored as SHA-256 digests: every index entry has the same small size
+    whatever the client sent (a PostgreSQL btree entry is limited to about 2.7 kB), and the
+    lookup is an equality on fixed-width bytes. The value digest is taken over the value's JSON
+    text for numbers and booleans (``123``, ``1.5``, ``true``) and over the string itself for
+    strings (DESIGN §5); objects, arrays and null get no row, so they never match.
+    ``created_at`` is the call's, copied so the most recent match is the first index entry.
+    """
+
+    __tablename__ = "call_attributes"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["organization_id", "call_uuid"],
+            ["calls.organization_id", "calls.id"],
+            ondelete="CASCADE",
+        ),
+        # Scanned backwards: (created_at DESC, call_uuid DESC) is the "most recent" order.
+        Index(
+            "ix_call_attributes_lookup",
+            "organization_id",
+            "source",
+            "key_digest",
+            "value_digest",
+            "created_at",
+            "call_uuid",
+        ),
+    )
+
+    organization_id: Mapped[int] = mapped_column(primary_key=True)
+    call_uuid: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    source: Mapped[str] = mapped_column(String(8), primary_key=True)  # 'param' | 'external'
+    key_digest: Mapped[bytes] = mapped_column(LargeBinary(32), primary_key=True)
+    value_digest: Mapped[bytes] = mapped_column(LargeBinary(32))
+    created_at: Mapped[datetime] = mapped_column()
+
+
+class CallIdempotencyKey(Base):
+    """The first response to a ``POST /calls`` with an ``Idempotency-Key``, kept 24 hours."""
+
+    __tablename__ = "call_idempotency_keys"
+
+    organization_id: Mapped[int] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    request_digest: Mapped[str] = mapped_column(String(64))
+    response_status: Mapped[int | None] = mapped_column(Integer, default=None)
+    response_body: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class FeedbackEntry(Base):
+    """A comment on a call's transcript (or one line of it), which can be resolved."""
+
+    __tablename__ = "feedback_entries"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["organization_id", "call_uuid"],
+            ["calls.organization_id", "calls.id"],
+            ondelete="CASCADE",
+        ),
+        Index(
+            "ix_feedback_entries_organization_id_call_uuid_created_at",
+            "organization_id",
+            "call_uuid",
+            "created_at",
+        ),
+    )
+
+    organization_id: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    call_uuid: Mapped[uuid.UUID] = mapped_column()
+    transcript_index: Mapped[int | None] = mapped_column(default=None)
+    comment: Mapped[str | None] = mapped_column(Text, default=None)
+    resolved: Mapped[bool] = mapped_column(default=False)
+    resolved_at: Mapped[datetime | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class FeedbackNote(Base):
+    """A note on a feedback entry; the integer id gives the order of creation."""
+
+    __tablename__ = "feedback_notes"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["organization_id", "feedback_uuid"],
+            ["feedback_entries.organization_id", "feedback_entries.id"],
+            ondelete="CASCADE",
+        ),
+        Index(
+            "ix_feedback_notes_organization_id_feedback_uuid_id",
+            "organization_id",
+            "feedback_uuid",
+            "id",
+        ),
+    )
+
+    organization_id: Mapped[int] = mapped_column()
+    id: Mapped[int] = mapped_column(primary_key=True)
+    feedback_uuid: Mapped[uuid.UUID] = mapped_column()
+    author_name: Mapped[str] = mapped_column(String(255))
+    note_text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
