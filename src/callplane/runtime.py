@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from callplane.db import Database
 from callplane.http.auth import KeyCache
 from callplane.ratelimit import RateLimiter
+from callplane.recordings.signing import RecordingSigner
+from callplane.recordings.storage import Storage, storage_from_settings
 from callplane.settings import Settings
 
 
@@ -15,12 +17,20 @@ class Runtime:
     settings: Settings
     db: Database
     limiter: RateLimiter
+    #: Recording audio (local directory or S3) and the URLs handed out for it.
+    storage: Storage
+    signer: RecordingSigner
     key_cache: KeyCache = field(default_factory=KeyCache)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
+        storage = storage_from_settings(settings)
         return cls(
-            settings=settings, db=Database(settings.database_url), limiter=RateLimiter(settings)
+            settings=settings,
+            db=Database(settings.database_url),
+            limiter=RateLimiter(settings),
+            storage=storage,
+            signer=RecordingSigner(settings),
         )
 
     async def close(self) -> None:

@@ -1,0 +1,99 @@
+"""Signed recording URLs (DESIGN §7).
+
+Local storage: ``{PUBLIC_URL}/v1/recordings/{id}/audio?expires=<unix>&signature=<hmac>``, where
+the HMAC-SHA256 covers the organization, the recording id and the expiry exactly as written in
+the URL. The organization is not in the URL (it needs no API key) but is in the MAC, so two
+organizations holding a recording with the same id can never read each other's audio.
+S3 storage: the store's own presigned URL. Both live for URL_LIFETIME_SECONDS.
+
+The clock is injectable (``signer.clock``) so tests can expire a URL without sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import re
+import time
+import uuid
+from collections.abc import Callable
+
+from callplane.db import Database
+from callplane.deployment import derive_secret, signing_key
+from callplane.errors import CallplaneError
+from callplane.recordings.storage import URL_LIFETIME_SECONDS, Storage
+from callplane.settings import Settings
+
+_EXPIRES = re.compile(r"^[0-9]{1,12}$")
+_SIGNATURE = re.compile(r"^[A-Za-z0-9_-]{43}$")
+
+
+class Forbidden(CallplaneError):
+    """A signed URL that is expired, altered or incomplete."""
+
+    status_code = 403
+
+
+class RecordingSigner:
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.clock = clock
+        self._secret: bytes | None = None
+        self._lock = asyncio.Lock()
+
+    async def secret(self, db: Database) -> bytes:
+        """The MAC key, read once per process (CALLPLANE_SIGNING_KEY or the stored key).
+
+        Read in its own short write transaction, so the request's transaction never has to be
+        upgraded from reading to writing on SQLite.
+        """
+        if self._secret is None:
+            async with self._lock:
+                if self._secret is None:
+                    async with db.session(write=True) as session:
+                        key = await signing_key(session, self.settings)
+                        await session.commit()
+                    self._secret = derive_secret(key, "recording-urls").encode()
+        return self._secret
+
+    def _mac(self, secret: bytes, organization_id: int, recording_id: str, expires: str) -> str:
+        message = f"v1\n{organization_id}\n{recording_id}\n{expires}".encode()
+        digest = hmac.new(secret, message, hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+    def url(
+        self,
+        storage: Storage,
+        secret: bytes,
+        organization_id: int,
+        recording_id: uuid.UUID,
+        storage_key: str,
+        content_type: str,
+    ) -> str:
+        """A URL valid for URL_LIFETIME_SECONDS; raises whatever the storage raises."""
+        presigned = storage.presigned_url(storage_key, content_type)
+        if presigned is not None:
+            return presigned
+        expires = str(int(self.clock()) + URL_LIFETIME_SECONDS)
+        signature = self._mac(secret, organization_id, str(recording_id), expires)
+        return (
+            f"{self.settings.public_url}/v1/recordings/{recording_id}/audio"
+            f"?expires={expires}&signature={signature}"
+        )
+
+    def check_shape(self, expires: str | None, signature: str | None) -> None:
+        """Refuse, before any lookup, a URL that is malformed or past its expiry."""
+        if expires is None or signature is None:
+            raise Forbidden("Missing signature")
+        if not _EXPIRES.fullmatch(expires) or not _SIGNATURE.fullmatch(signature):
+            raise Forbidden("Invalid signature")
+        if int(expires) <= self.clock():
+            raise Forbidden("URL expired")
+
+    def matches(
+        self, secret: bytes, organization_id: int, recording_id: str, expires: str, signature: str
+    ) -> bool:
+        expected = self._mac(secret, organization_id, recording_id, expires)
+        return hmac.compare_digest(expected.encode(), signature.encode())
