@@ -14,8 +14,8 @@ import pytest
 from fastapi import FastAPI
 
 from callplane.app import create_app
-from callplane.http.deps import current_tenant
 from callplane.http.families import ErrorFamily
+from callplane.http.openapi import _needs_key
 from callplane.orgs.service import issue_key
 from tests.conftest import client_for
 from tests.factories import make_org, runtime_of
@@ -54,10 +54,6 @@ class RouteCase:
 
     def __str__(self) -> str:
         return f"{self.method} {self.path}"
-
-
-def _needs_key(dependant: Any) -> bool:
-    return any(d.call is current_tenant or _needs_key(d) for d in dependant.dependencies)
 
 
 def _route_cases() -> list[RouteCase]:

@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from callplane import __version__
 from callplane.contacts.purge import purge_task
+from callplane.http import openapi
 from callplane.http.families import STATUS, ErrorFamily, render_validation
 from callplane.http.middleware import RequestContextMiddleware
 from callplane.http.responses import JSONResponse, json_response
@@ -56,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(build_v1_router())
     _add_operational_routes(app, runtime)
     _add_fallback_handlers(app)
+    openapi.install(app)
     app.add_middleware(RequestContextMiddleware)
     return app
 

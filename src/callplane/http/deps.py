@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends
-from fastapi.security import HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
@@ -42,16 +41,9 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
-# Declared for OpenAPI (the security scheme); the header itself is parsed in http.auth so every
-# failure is rendered in the route's family shape.
-_bearer_scheme = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer cp_...`")
 
-
-async def current_tenant(
-    request: Request,
-    session: SessionDep,
-    _scheme: Annotated[object, Depends(_bearer_scheme)],
-) -> Tenant:
+async def current_tenant(request: Request, session: SessionDep) -> Tenant:
+    """The calling organization. The bearer scheme is documented in OpenAPI by ``http.openapi``."""
     runtime: Runtime = request.app.state.runtime
     return await authenticate(request, session, runtime.key_cache, runtime.limiter)
 

@@ -15,6 +15,8 @@ _ORJSON_OPTIONS = orjson.OPT_UTC_Z | orjson.OPT_NON_STR_KEYS
 def dumps(content: Any) -> bytes:
     if isinstance(content, BaseModel):
         return content.__pydantic_serializer__.to_json(content)
+    if isinstance(content, list) and content and isinstance(content[0], BaseModel):
+        return b"[" + b",".join(m.__pydantic_serializer__.to_json(m) for m in content) + b"]"
     return orjson.dumps(content, option=_ORJSON_OPTIONS, default=_default)
 
 

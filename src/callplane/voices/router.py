@@ -19,7 +19,7 @@ router = family_router(VOICES, tags=["voices"])
 @router.get("/voices", response_model=list[Voice], summary="List voices")
 async def list_voices(session: SessionDep, tenant: CurrentTenant) -> Response:
     voices = await service.list_voices(session, tenant.organization_id)
-    return json_response([Voice.model_validate(v) for v in voices])
+    return json_response(voices)
 
 
 @router.get(
@@ -30,4 +30,4 @@ async def list_voices(session: SessionDep, tenant: CurrentTenant) -> Response:
 )
 async def get_voice(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
     voice = await service.get_voice(session, tenant.organization_id, uuid)
-    return json_response(Voice.model_validate(voice))
+    return json_response(voice)

@@ -1,24 +1,30 @@
+"""Voice queries. Core selects straight into wire models: these are hot read paths."""
+
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import NotFound
-from callplane.models.voices import Voice
+from callplane.models.voices import Voice as VoiceRow
+from callplane.voices.schemas import Voice
+
+_COLUMNS = select(VoiceRow.__table__)
+_LIST = _COLUMNS.where(VoiceRow.organization_id == bindparam("org")).order_by(
+    VoiceRow.name, VoiceRow.id
+)
+_ONE = _COLUMNS.where(VoiceRow.organization_id == bindparam("org"), VoiceRow.id == bindparam("id"))
 
 
-async def list_voices(session: AsyncSession, organization_id: int) -> Sequence[Voice]:
-    query = (
-        select(Voice).where(Voice.organization_id == organization_id).order_by(Voice.name, Voice.id)
-    )
-    return (await session.scalars(query)).all()
+async def list_voices(session: AsyncSession, organization_id: int) -> list[Voice]:
+    rows = (await session.execute(_LIST, {"org": organization_id})).mappings()
+    return [Voice.model_validate(row) for row in rows]
 
 
 async def get_voice(session: AsyncSession, organization_id: int, voice_id: uuid.UUID) -> Voice:
-    voice = await session.get(Voice, (organization_id, voice_id))
-    if voice is None:
+    row = (await session.execute(_ONE, {"org": organization_id, "id": voice_id})).mappings().first()
+    if row is None:
         raise NotFound("Voice not found")
-    return voice
+    return Voice.model_validate(row)
