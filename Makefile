@@ -4,13 +4,15 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-sqlite test-postgres lint fmt typecheck bench clean
+.PHONY: install run test test-sqlite test-postgres lint fmt typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install callplane with its test extras
 
 run: $(STAMP)  ## migrate, create the demo organization, print its key, serve on 127.0.0.1:8000
 	$(BIN)/callplane demo
