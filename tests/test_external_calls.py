@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import struct
 import uuid
 from typing import Any
 
@@ -11,68 +9,21 @@ import pytest
 
 from callplane.errors import CallplaneError
 from callplane.recordings.storage import LocalStorage, StorageError
+from tests.external_calls_helpers import (
+    CALL,
+    LEG_1,
+    LEG_2,
+    LEG_3,
+    LEG_4,
+    LEG_5,
+    LEG_6,
+    SOURCE,
+    TRANSCRIPT,
+    external_call,
+    leg,
+    wav,
+)
 from tests.factories import OrgHandle, load, make_org, runtime_of
-
-CALL = "5d7c1b2a-0000-4000-8000-00000000c001"
-LEG_1 = "5d7c1b2a-0000-4000-8000-0000000000a1"
-LEG_2 = "5d7c1b2a-0000-4000-8000-0000000000a2"
-LEG_3 = "5d7c1b2a-0000-4000-8000-0000000000a3"
-LEG_4 = "5d7c1b2a-0000-4000-8000-0000000000a4"
-LEG_5 = "5d7c1b2a-0000-4000-8000-0000000000a5"
-LEG_6 = "5d7c1b2a-0000-4000-8000-0000000000a6"
-SOURCE = "5d7c1b2a-0000-4000-8000-00000000500e"
-
-TRANSCRIPT = [
-    {
-        "speaker": "agent",
-        "text": "Hello, how can I help?",
-        "start": 0.0,
-        "end": 1.5,
-        "confidence": 0.97,
-        "channel": "left",
-    }
-]
-
-
-def wav(seconds: float = 0.01, fill: int = 0) -> bytes:
-    """A valid 8 kHz mono 8-bit WAV file."""
-    frames = bytes([fill]) * int(8000 * seconds)
-    header = b"RIFF" + struct.pack("<I", 36 + len(frames)) + b"WAVE"
-    fmt = b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, 8000, 8000, 1, 8)
-    return header + fmt + b"data" + struct.pack("<I", len(frames)) + frames
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-def leg(leg_id: str, started: str, audio: bytes | None = None, **extra: Any) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "id": leg_id,
-        "file_name": f"{leg_id[-2:]}.wav",
-        "started_at": started,
-        **extra,
-    }
-    if audio is not None:
-        item["audio_base64"] = b64(audio)
-    return item
-
-
-def external_call(call_id: str = CALL, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": call_id,
-        "external_call_id": "ext-42",
-        "title": "Support line",
-        "direction": "outbound",
-        "from_number": "+14155550100",
-        "to_number": "+14155550199",
-        "duration_seconds": 95,
-        "started_at": "2025-03-01T10:00:00Z",
-        "status": "transcribed",
-        "source": {"id": SOURCE, "name": "Zoom import", "provider": "zoom"},
-        "created_at": "2025-03-01T10:05:00Z",
-        **extra,
-    }
 
 
 async def get_call(client, org: OrgHandle, call_id: str = CALL) -> dict[str, Any]:
@@ -84,7 +35,9 @@ async def get_call(client, org: OrgHandle, call_id: str = CALL) -> dict[str, Any
 
 def url_leg_ids(body: dict[str, Any]) -> list[str]:
     """The recording id each URL names (local storage URLs carry it in the path)."""
-    return [url.split("/v1/recordings/")[1].split("/")[0] for url in body["recording_presigned_urls"]]
+    return [
+        url.split("/v1/recordings/")[1].split("/")[0] for url in body["recording_presigned_urls"]
+    ]
 
 
 async def test_external_call_shape_and_chronological_legs(app, client):
@@ -258,7 +211,11 @@ async def test_unknown_external_call_is_404_status_shape(app, client):
 async def test_another_organizations_call_is_indistinguishable_from_missing(app, client):
     owner = await make_org(app, "Owner")
     other = await make_org(app, "Other")
-    await load(app, owner, {"external_calls": [external_call(recordings=[leg(LEG_1, "2025-03-01T10:00:00Z", wav())])]})
+    await load(
+        app,
+        owner,
+        {"external_calls": [external_call(recordings=[leg(LEG_1, "2025-03-01T10:00:00Z", wav())])]},
+    )
     theirs = await client.get(f"/v1/external_calls/{CALL}", headers=other.headers)
     missing = await client.get(f"/v1/external_calls/{uuid.uuid4()}", headers=other.headers)
     assert theirs.status_code == missing.status_code == 404
@@ -315,7 +272,9 @@ async def test_list_newest_first_with_pages(app, client):
         external_call(
             f"5d7c1b2a-0000-4000-8000-0000000010{n:02d}",
             created_at=f"2025-03-{n + 1:02d}T00:00:00Z",
-            recordings=[leg(f"5d7c1b2a-0000-4000-8000-0000000020{n:02d}", "2025-03-01T00:00:00Z", wav())],
+            recordings=[
+                leg(f"5d7c1b2a-0000-4000-8000-0000000020{n:02d}", "2025-03-01T00:00:00Z", wav())
+            ],
         )
         for n in range(5)
     ]
@@ -324,7 +283,12 @@ async def test_list_newest_first_with_pages(app, client):
     assert response.status_code == 200
     body = response.json()
     assert set(body) == {"external_calls", "total_count", "page", "page_size", "total_pages"}
-    assert (body["total_count"], body["page"], body["page_size"], body["total_pages"]) == (5, 1, 2, 3)
+    assert (body["total_count"], body["page"], body["page_size"], body["total_pages"]) == (
+        5,
+        1,
+        2,
+        3,
+    )
     assert [c["id"][-2:] for c in body["external_calls"]] == ["04", "03"]
     # Each listed call has the same shape as the single read, legs and URLs included.
     single = await get_call(client, org, body["external_calls"][0]["id"])
@@ -352,8 +316,15 @@ async def test_list_defaults_and_ties_broken_by_id(app, client):
 
 @pytest.mark.parametrize(
     "query",
-    ["page=0", "page=-1", "page=abc", "page_size=0", "page_size=101", "page_size=1.5",
-     "page=99999999999999999999"],
+    [
+        "page=0",
+        "page=-1",
+        "page=abc",
+        "page_size=0",
+        "page_size=101",
+        "page_size=1.5",
+        "page=99999999999999999999",
+    ],
 )
 async def test_list_out_of_range_is_422_detail(app, client, query):
     org = await make_org(app)
@@ -400,7 +371,15 @@ async def test_reloading_an_existing_recording_id_never_replaces_its_audio(app, 
 
     org = await make_org(app)
     original = wav(fill=1)
-    await load(app, org, {"external_calls": [external_call(recordings=[leg(LEG_1, "2025-03-01T10:00:00Z", original)])]})
+    await load(
+        app,
+        org,
+        {
+            "external_calls": [
+                external_call(recordings=[leg(LEG_1, "2025-03-01T10:00:00Z", original)])
+            ]
+        },
+    )
     other = external_call(LEG_6, recordings=[leg(LEG_1, "2025-03-01T10:00:00Z", wav(fill=2))])
     with pytest.raises((LoadError, CallplaneError)):
         await load(app, org, {"external_calls": [other]})

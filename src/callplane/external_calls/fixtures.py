@@ -19,6 +19,7 @@ from sqlalchemy import select
 from callplane.external_calls.schemas import TranscriptEntry
 from callplane.loader import LoadContext, LoadError, parse_items, section
 from callplane.models.base import utcnow
+from callplane.models.calls import Call
 from callplane.models.external_calls import ExternalCall, Recording
 from callplane.recordings.storage import Storage, recording_key, storage_from_settings
 
@@ -214,17 +215,12 @@ async def load_call_recordings(context: LoadContext, items: list[Any]) -> list[A
 
 
 async def _check_calls(context: LoadContext, call_ids: list[uuid.UUID]) -> None:
-    """Every call_id must name a call of the organization."""
-    from callplane.models import calls
-
-    call_model: Any = getattr(calls, "Call", None)
-    if call_model is None:  # the calls table is not there yet: nothing to check against
-        return
+    """Every call_id must name a call of the organization (a clear error, not an FK failure)."""
     known = set(
         await context.session.scalars(
-            select(call_model.id).where(
-                call_model.organization_id == context.organization_id,
-                call_model.id.in_(set(call_ids)),
+            select(Call.id).where(
+                Call.organization_id == context.organization_id,
+                Call.id.in_(set(call_ids)),
             )
         )
     )

@@ -67,6 +67,11 @@ class Recording(Base):
             ["external_calls.organization_id", "external_calls.id"],
             ondelete="CASCADE",
         ),
+        ForeignKeyConstraint(
+            ["organization_id", "call_id"],
+            ["calls.organization_id", "calls.id"],
+            ondelete="CASCADE",
+        ),
         # A recording belongs to exactly one external call or one platform call.
         CheckConstraint("(external_call_id IS NULL) <> (call_id IS NULL)", name="owner"),
         # Legs of one external call, in chronological order (started_at, then id).

@@ -61,12 +61,12 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
             raise _Unsatisfiable
         return max(size - suffix, 0), size - 1
     start = int(first)
-    end = int(last) if last else size - 1
-    if end < start:
+    if last and int(last) < start:
         return None
     if start >= size:
         raise _Unsatisfiable
-    return start, min(end, size - 1)
+    end = min(int(last), size - 1) if last else size - 1
+    return start, end
 
 
 @router.api_route(

@@ -80,6 +80,12 @@ def upgrade() -> None:
             "(external_call_id IS NULL) <> (call_id IS NULL)", name=op.f("ck_recordings_owner")
         ),
         sa.ForeignKeyConstraint(
+            ["organization_id", "call_id"],
+            ["calls.organization_id", "calls.id"],
+            name=op.f("fk_recordings_organization_id_call_id_calls"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
             ["organization_id", "external_call_id"],
             ["external_calls.organization_id", "external_calls.id"],
             name=op.f("fk_recordings_organization_id_external_call_id_external_calls"),

@@ -1,0 +1,348 @@
+"""Signed recording URLs and GET /v1/recordings/{id}/audio (DESIGN §7): exact bytes without an
+API key, 403 once expired or altered, HTTP Range, tenancy; call recordings use the same signer."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import pytest
+
+from callplane.models.calls import Call
+from callplane.recordings.urls import call_recording_urls
+from tests.external_calls_helpers import CALL, LEG_1, LEG_2, external_call, leg, wav
+from tests.factories import OrgHandle, load, make_org, runtime_of
+
+PUBLIC = "http://127.0.0.1:8000"
+AUDIO = wav(seconds=0.1) + bytes(range(256))
+
+
+async def signed_url(app, client, org: OrgHandle, audio: bytes = AUDIO, **leg_extra: Any) -> str:
+    legs = [leg(LEG_1, "2025-03-01T10:00:00Z", audio, **leg_extra)]
+    await load(app, org, {"external_calls": [external_call(recordings=legs)]})
+    response = await client.get(f"/v1/external_calls/{CALL}", headers=org.headers)
+    [url] = response.json()["recording_presigned_urls"]
+    assert url.startswith(PUBLIC)
+    return str(url.removeprefix(PUBLIC))
+
+
+def with_query(url: str, **changes: str | None) -> str:
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    for key, value in changes.items():
+        if value is None:
+            query.pop(key, None)
+        else:
+            query[key] = value
+    return f"{parts.path}?{urlencode(query)}"
+
+
+def assert_status_error(response, status: int) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["status"] == "error" and body["success"] is False
+    assert isinstance(body["error"], str) and body["errors"] == [body["error"]]
+
+
+async def test_url_downloads_the_exact_bytes_without_an_api_key(app, client):
+    org = await make_org(app)
+    url = await signed_url(app, client, org)
+    query = dict(parse_qsl(urlsplit(url).query))
+    assert set(query) == {"expires", "signature"}
+    assert urlsplit(url).path == f"/v1/recordings/{LEG_1}/audio"
+    response = await client.get(url)
+    assert response.status_code == 200
+    assert response.content == AUDIO
+    assert response.headers["content-type"] == "audio/wav"
+    assert response.headers["accept-ranges"] == "bytes"
+    assert response.headers["content-length"] == str(len(AUDIO))
+    assert "content-range" not in response.headers
+    # An API key is not needed, and does not matter.
+    with_key = await client.get(url, headers=org.headers)
+    assert with_key.content == AUDIO
+
+
+async def test_url_expires_after_one_hour(app, client):
+    org = await make_org(app)
+    runtime = runtime_of(app)
+    now = 1_750_000_000.0
+    runtime.signer.clock = lambda: now
+    url = await signed_url(app, client, org)
+    assert dict(parse_qsl(urlsplit(url).query))["expires"] == str(int(now) + 3600)
+
+    runtime.signer.clock = lambda: now + 3599
+    assert (await client.get(url)).status_code == 200
+    runtime.signer.clock = lambda: now + 3600
+    assert_status_error(await client.get(url), 403)
+    runtime.signer.clock = lambda: now + 10 * 86400
+    assert_status_error(await client.get(url), 403)
+
+
+async def test_content_type_is_the_stored_one(app, client):
+    org = await make_org(app)
+    url = await signed_url(app, client, org, audio=b"ID3fake-mp3", content_type="audio/mpeg")
+    response = await client.get(url)
+    assert response.headers["content-type"] == "audio/mpeg"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.content == b"ID3fake-mp3"
+
+
+@pytest.mark.parametrize(
+    "alter",
+    [
+        lambda u: with_query(
+            u, expires=str(int(dict(parse_qsl(urlsplit(u).query))["expires"]) + 1)
+        ),
+        lambda u: with_query(u, expires="0" + dict(parse_qsl(urlsplit(u).query))["expires"]),
+        lambda u: with_query(u, expires="9" * 12),
+        lambda u: with_query(u, expires="-5"),
+        lambda u: with_query(u, expires="1e12"),
+        lambda u: with_query(u, signature="A" * 43),
+        lambda u: with_query(
+            u, signature=dict(parse_qsl(urlsplit(u).query))["signature"][:-1] + "x"
+        ),
+        lambda u: with_query(u, signature=dict(parse_qsl(urlsplit(u).query))["signature"] + "A"),
+        lambda u: with_query(u, signature=None),
+        lambda u: with_query(u, expires=None),
+        lambda u: urlsplit(u).path,
+        lambda u: with_query(u, extra="1"),
+        lambda u: u + "&signature=" + dict(parse_qsl(urlsplit(u).query))["signature"],
+        lambda u: u.replace(LEG_1, LEG_2),
+        lambda u: u.replace(LEG_1, LEG_1.upper()),
+        lambda u: u.replace(LEG_1, LEG_1.replace("-", "")),
+        lambda u: u.replace(LEG_1, "' OR 1=1 --"),
+        lambda u: u.replace(LEG_1, "é" * 36),
+    ],
+    ids=[
+        "expiry+1",
+        "expiry-leading-zero",
+        "expiry-far-future",
+        "expiry-negative",
+        "expiry-float",
+        "signature-forged",
+        "signature-last-char",
+        "signature-longer",
+        "signature-missing",
+        "expiry-missing",
+        "no-query",
+        "extra-parameter",
+        "repeated-parameter",
+        "other-recording",
+        "id-upper-case",
+        "id-without-dashes",
+        "id-injection",
+        "id-unicode",
+    ],
+)
+async def test_any_altered_url_is_403(app, client, alter):
+    org = await make_org(app)
+    url = await signed_url(app, client, org)
+    # A second, real recording: pointing the URL at it must not work either.
+    await load(
+        app,
+        org,
+        {
+            "external_calls": [
+                external_call(
+                    str(uuid.uuid4()), recordings=[leg(LEG_2, "2025-03-01T10:00:00Z", b"other")]
+                )
+            ]
+        },
+    )
+    assert (await client.get(url)).status_code == 200
+    assert_status_error(await client.get(alter(url)), 403)
+
+
+async def test_url_of_one_organization_never_serves_anothers_recording_with_the_same_id(
+    app, client
+):
+    first = await make_org(app, "First")
+    second = await make_org(app, "Second")
+    first_url = await signed_url(app, client, first, audio=b"first audio")
+    second_url = await signed_url(app, client, second, audio=b"second audio")
+    assert first_url != second_url
+    assert (await client.get(first_url)).content == b"first audio"
+    assert (await client.get(second_url)).content == b"second audio"
+
+
+async def test_recording_made_unplayable_after_signing_is_404(app, client):
+    from sqlalchemy import update
+
+    from callplane.models.external_calls import Recording
+
+    org = await make_org(app)
+    url = await signed_url(app, client, org)
+    async with runtime_of(app).db.session(write=True) as session:
+        await session.execute(update(Recording).values(deleted=True))
+        await session.commit()
+    assert_status_error(await client.get(url), 404)
+
+
+async def test_audio_gone_from_storage_is_404(app, client):
+    org = await make_org(app)
+    url = await signed_url(app, client, org)
+    await runtime_of(app).storage.delete(f"{org.id}/{LEG_1}")
+    assert_status_error(await client.get(url), 404)
+
+
+@pytest.mark.parametrize(
+    ("header", "start", "end"),
+    [
+        ("bytes=0-9", 0, 9),
+        ("bytes=10-", 10, len(AUDIO) - 1),
+        ("bytes=-5", len(AUDIO) - 5, len(AUDIO) - 1),
+        ("bytes=100-99999999", 100, len(AUDIO) - 1),
+        ("bytes=-99999999", 0, len(AUDIO) - 1),
+        (f"bytes={len(AUDIO) - 1}-{len(AUDIO) - 1}", len(AUDIO) - 1, len(AUDIO) - 1),
+    ],
+)
+async def test_range_requests_answer_206(app, client, header, start, end):
+    org = await make_org(app)
+    url = await signed_url(app, client, org)
+    response = await client.get(url, headers={"Range": header})
+    assert response.status_code == 206
+    assert response.content == AUDIO[start : end + 1]
+    assert response.headers["content-range"] == f"bytes {start}-{end}/{len(AUDIO)}"
+    assert response.headers["content-length"] == str(end - start + 1)
+    assert response.headers["content-type"] == "audio/wav"
+
+
+@pytest.mark.parametrize(
+    "header", [f"bytes={len(AUDIO)}-", f"bytes={len(AUDIO) + 5}-{len(AUDIO) + 9}", "bytes=-0"]
+)
+async def test_unsatisfiable_range_is_416(app, client, header):
+    org = await make_org(app)
+    url = await signed_url(app, client, org)
+    response = await client.get(url, headers={"Range": header})
+    assert_status_error(response, 416)
+    assert response.headers["content-range"] == f"bytes */{len(AUDIO)}"
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["bytes=0-1,5-6", "items=0-5", "bytes=5-2", "bytes=abc", "bytes=-", "bytes=" + "9" * 40],
+)
+async def test_ignored_range_headers_send_everything(app, client, header):
+    org = await make_org(app)
+    url = await signed_url(app, client, org)
+    response = await client.get(url, headers={"Range": header})
+    assert response.status_code == 200
+    assert response.content == AUDIO
+
+
+async def test_head_gives_headers_without_body(app, client):
+    org = await make_org(app)
+    url = await signed_url(app, client, org)
+    response = await client.head(url)
+    assert response.status_code == 200
+    assert response.content == b""
+    assert response.headers["content-length"] == str(len(AUDIO))
+    assert response.headers["accept-ranges"] == "bytes"
+    partial = await client.head(url, headers={"Range": "bytes=0-3"})
+    assert partial.status_code == 206
+    assert partial.headers["content-range"] == f"bytes 0-3/{len(AUDIO)}"
+
+
+async def test_empty_recording(app, client):
+    org = await make_org(app)
+    url = await signed_url(app, client, org, audio=b"")
+    response = await client.get(url)
+    assert response.status_code == 200 and response.content == b""
+    assert_status_error(await client.get(url, headers={"Range": "bytes=0-"}), 416)
+
+
+async def test_urls_use_the_public_url(make_app):
+    app = await make_app(public_url="https://calls.example.com/")
+    from tests.conftest import client_for
+
+    org = await make_org(app)
+    async with client_for(app) as client:
+        await load(
+            app,
+            org,
+            {
+                "external_calls": [
+                    external_call(recordings=[leg(LEG_1, "2025-03-01T10:00:00Z", AUDIO)])
+                ]
+            },
+        )
+        body = (await client.get(f"/v1/external_calls/{CALL}", headers=org.headers)).json()
+        [url] = body["recording_presigned_urls"]
+        assert url.startswith(f"https://calls.example.com/v1/recordings/{LEG_1}/audio?expires=")
+        response = await client.get(url.removeprefix("https://calls.example.com"))
+        assert response.content == AUDIO
+
+
+async def test_generated_signing_key_is_shared_by_every_process(make_app):
+    """Without CALLPLANE_SIGNING_KEY the key is generated once and stored: a URL signed by one
+    process is accepted by another, and a different key refuses it."""
+    from tests.conftest import client_for
+
+    first = await make_app(signing_key="")
+    second = await make_app(signing_key="")
+    other_key = await make_app(signing_key="another-key")
+    org = await make_org(first)
+    async with client_for(first) as c1, client_for(second) as c2, client_for(other_key) as c3:
+        url = await signed_url(first, c1, org)
+        assert (await c2.get(url)).content == AUDIO
+        assert_status_error(await c3.get(url), 403)
+
+
+async def add_call(app, org: OrgHandle, call_id: uuid.UUID) -> None:
+    async with runtime_of(app).db.session(write=True) as session:
+        session.add(Call(organization_id=org.id, id=call_id, status="completed"))
+        await session.commit()
+
+
+async def test_call_recording_urls_one_query_for_many_calls(app, client):
+    org = await make_org(app)
+    other = await make_org(app, "Other")
+    with_audio, hidden, without = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    for call_id in (with_audio, hidden, without):
+        await add_call(app, org, call_id)
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    await load(
+        app,
+        org,
+        {
+            "call_recordings": [
+                {
+                    "id": second,
+                    "call_id": str(with_audio),
+                    "audio_base64": "c2Vjb25k",
+                    "started_at": "2025-01-01T00:01:00Z",
+                },
+                {
+                    "id": first,
+                    "call_id": str(with_audio),
+                    "audio_base64": "Zmlyc3Q=",
+                    "started_at": "2025-01-01T00:00:00Z",
+                    "content_type": "audio/mpeg",
+                },
+                {"call_id": str(hidden)},  # no audio
+            ]
+        },
+    )
+    runtime = runtime_of(app)
+    async with runtime.db.session(write=False) as session:
+        urls = await call_recording_urls(session, runtime, org.id, [with_audio, hidden, without])
+        assert await call_recording_urls(session, runtime, org.id, []) == {}
+        # Another organization never gets this organization's recordings.
+        assert await call_recording_urls(session, runtime, other.id, [with_audio]) == {}
+    assert set(urls) == {with_audio}
+    url = urls[with_audio]
+    assert url.startswith(f"{PUBLIC}/v1/recordings/{first}/audio?")
+    response = await client.get(url.removeprefix(PUBLIC))
+    assert response.content == b"first"
+    assert response.headers["content-type"] == "audio/mpeg"
+
+
+async def test_call_recordings_need_an_existing_call(app):
+    from callplane.loader import LoadError
+
+    org = await make_org(app)
+    with pytest.raises(LoadError, match=r"call_recordings\[0\]\.call_id"):
+        await load(
+            app, org, {"call_recordings": [{"call_id": str(uuid.uuid4()), "audio_base64": "eA=="}]}
+        )
