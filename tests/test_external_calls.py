@@ -9,7 +9,8 @@ import pytest
 
 from callplane.errors import CallplaneError
 from callplane.recordings.storage import LocalStorage, StorageError
-from tests.external_calls_helpers import (
+from tests.factories import OrgHandle, load, make_org, runtime_of
+from tests.test_external_calls_data import (
     CALL,
     LEG_1,
     LEG_2,
@@ -23,7 +24,6 @@ from tests.external_calls_helpers import (
     leg,
     wav,
 )
-from tests.factories import OrgHandle, load, make_org, runtime_of
 
 
 async def get_call(client, org: OrgHandle, call_id: str = CALL) -> dict[str, Any]:

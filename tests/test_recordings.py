@@ -11,8 +11,8 @@ import pytest
 
 from callplane.models.calls import Call
 from callplane.recordings.urls import call_recording_urls
-from tests.external_calls_helpers import CALL, LEG_1, LEG_2, external_call, leg, wav
 from tests.factories import OrgHandle, load, make_org, runtime_of
+from tests.test_external_calls_data import CALL, LEG_1, LEG_2, external_call, leg, wav
 
 PUBLIC = "http://127.0.0.1:8000"
 AUDIO = wav(seconds=0.1) + bytes(range(256))

@@ -19,8 +19,8 @@ from callplane.recordings.storage import (
     storage_from_url,
 )
 from tests.conftest import client_for
-from tests.external_calls_helpers import CALL, LEG_1, LEG_2, external_call, leg, wav
 from tests.factories import load, make_org
+from tests.test_external_calls_data import CALL, LEG_1, LEG_2, external_call, leg, wav
 
 BUCKET = "callplane-test"
 
