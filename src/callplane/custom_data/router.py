@@ -1,8 +1,191 @@
-"""Routes of this domain (to be filled in by its issue)."""
+"""/v1/data: custom data tables and their records (SPEC; DESIGN §5, §6).
+
+Every error, request validation included, is ``{"status": "error", "success": false, "error":
+str, "errors": [str]}`` (the STATUS family). The ``/data/tables`` routes are declared before the
+``/data/{table_name}`` ones so they win; ``tables`` is a reserved table name.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
+from fastapi import Body, Query
+from starlette.requests import Request
+from starlette.responses import Response
+
+from callplane.custom_data import query, records, schema, service
+from callplane.custom_data.schemas import (
+    Deleted,
+    DeletedAll,
+    QueryIn,
+    RecordOne,
+    RecordPage,
+    Records,
+    RecordsIn,
+    Success,
+    TableCreated,
+    TableIn,
+    TableList,
+    TableOne,
+)
+from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import STATUS
+from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 
-router = family_router(STATUS, tags=["custom_data"])
+router = family_router(STATUS, prefix="/data", tags=["custom data"])
+
+_409: dict[int | str, dict[str, Any]] = {409: {"description": "Conflict"}}
+RecordBody = Annotated[dict[str, Any], Body(description="values of declared columns")]
+
+
+@router.post(
+    "/tables",
+    status_code=201,
+    response_model=TableCreated,
+    responses=_409,
+    summary="Create a table",
+)
+async def create_table(body: TableIn, session: SessionDep, tenant: CurrentTenant) -> Response:
+    table = await service.create_table(session, tenant.organization_id, body)
+    return json_response({"success": True, "table": table.wire()}, 201)
+
+
+@router.get("/tables", response_model=TableList, summary="List tables")
+async def list_tables(session: SessionDep, tenant: CurrentTenant) -> Response:
+    tables = await schema.list_tables(session, tenant.organization_id)
+    return json_response({"tables": [t.wire() for t in tables]})
+
+
+@router.get("/tables/{id}", response_model=TableOne, summary="Read a table")
+async def get_table(id: int, session: SessionDep, tenant: CurrentTenant) -> Response:  # noqa: A002
+    table = await schema.find_table_by_id(session, tenant.organization_id, id)
+    return json_response({"table": table.wire()})
+
+
+@router.delete("/tables/{id}", response_model=Success, responses=_409, summary="Delete a table")
+async def delete_table(id: int, session: SessionDep, tenant: CurrentTenant) -> Response:  # noqa: A002
+    await service.delete_table(session, tenant.organization_id, id)
+    return json_response({"success": True})
+
+
+@router.post(
+    "/{table_name}",
+    status_code=201,
+    response_model=Records,
+    responses=_409,
+    summary="Create records (1-1000, all or nothing)",
+)
+async def create_records(
+    table_name: str, body: RecordsIn, session: SessionDep, tenant: CurrentTenant
+) -> Response:
+    table = await schema.find_table(session, tenant.organization_id, table_name)
+    created = await records.create_records(session, table, body.records)
+    return json_response({"records": created}, 201)
+
+
+@router.post(
+    "/{table_name}/query",
+    response_model=RecordPage,
+    summary="Query records",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": QueryIn.model_json_schema()}},
+        }
+    },
+)
+async def query_records(
+    table_name: str,
+    body: Annotated[dict[str, Any], Body()],
+    session: SessionDep,
+    tenant: CurrentTenant,
+) -> Response:
+    table = await schema.find_table(session, tenant.organization_id, table_name)
+    return json_response(await query.query_records(session, table, body))
+
+
+@router.get("/{table_name}", response_model=RecordPage, summary="List records")
+async def list_records(
+    table_name: str, request: Request, session: SessionDep, tenant: CurrentTenant
+) -> Response:
+    table = await schema.find_table(session, tenant.organization_id, table_name)
+    params = request.query_params.multi_items()
+    return json_response(await query.list_records(session, table, params))
+
+
+@router.delete(
+    "/{table_name}",
+    response_model=DeletedAll,
+    responses=_409,
+    summary="Delete every record of a table",
+)
+async def delete_all_records(
+    table_name: str, session: SessionDep, tenant: CurrentTenant
+) -> Response:
+    table = await schema.find_table(session, tenant.organization_id, table_name)
+    count = await records.delete_all_records(session, table)
+    return json_response(
+        {"success": True, "message": f"Deleted {count} records", "deleted_count": count}
+    )
+
+
+@router.get("/{table_name}/{id}", response_model=RecordOne, summary="Read a record")
+async def get_record(
+    table_name: str,
+    id: int,
+    session: SessionDep,
+    tenant: CurrentTenant,  # noqa: A002
+) -> Response:
+    table = await schema.find_table(session, tenant.organization_id, table_name)
+    return json_response({"record": await records.get_record(session, table, id)})
+
+
+@router.put(
+    "/{table_name}/{id}", response_model=RecordOne, responses=_409, summary="Replace a record"
+)
+async def replace_record(
+    table_name: str,
+    id: int,
+    body: RecordBody,
+    session: SessionDep,
+    tenant: CurrentTenant,  # noqa: A002
+) -> Response:
+    table = await schema.find_table(session, tenant.organization_id, table_name)
+    return json_response({"record": await records.replace_record(session, table, id, body)})
+
+
+@router.patch(
+    "/{table_name}/{id}",
+    response_model=RecordOne,
+    responses=_409,
+    summary="Partially update a record",
+)
+async def patch_record(
+    table_name: str,
+    id: int,  # noqa: A002
+    body: RecordBody,
+    session: SessionDep,
+    tenant: CurrentTenant,
+    source_column: Annotated[
+        str | None,
+        Query(alias="sourceUpdatedAtColumn", max_length=63, pattern=r"^[a-z][a-z0-9_]*$"),
+    ] = None,
+) -> Response:
+    table = await schema.find_table(session, tenant.organization_id, table_name)
+    patched = await records.patch_record(session, table, id, body, source_column)
+    return json_response({"record": patched})
+
+
+@router.delete(
+    "/{table_name}/{id}", response_model=Deleted, responses=_409, summary="Delete a record"
+)
+async def delete_record(
+    table_name: str,
+    id: int,
+    session: SessionDep,
+    tenant: CurrentTenant,  # noqa: A002
+) -> Response:
+    table = await schema.find_table(session, tenant.organization_id, table_name)
+    await records.delete_record(session, table, id)
+    return json_response({"success": True, "message": f"Deleted record {id}"})

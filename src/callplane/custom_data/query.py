@@ -1,0 +1,214 @@
+"""Listing records: GET /data/{table} (query-string filters) and POST /data/{table}/query
+(operator filters), with the paging and sorting rules of DESIGN §5 shared by both.
+
+Rules: ``page`` invalid or < 1 → 1; ``per_page`` default 50, > 200 → 200, invalid or < 1 → 50;
+``sort_by`` default ``id``, unknown → 422; ``sort_direction`` ASC/asc ascending, anything else
+descending; ties broken by id in the same direction; ``total_count`` counts every match.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from callplane.custom_data.records import record
+from callplane.custom_data.schema import TableSchema
+from callplane.custom_data.types import ColumnType
+from callplane.errors import InvalidInput
+from callplane.http.pagination import offset
+
+DEFAULT_PER_PAGE = 50
+MAX_PER_PAGE = 200
+#: Pages past this behave as this page (empty); keeps OFFSET within 64 bits.
+MAX_PAGE = 2**31 - 1
+MAX_FILTER_VALUES = 1000
+MAX_FILTERS = 50
+LIST_PARAMETERS = frozenset({"page", "per_page", "sort_by", "sort_direction"})
+_DIGITS = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class Paging:
+    page: int
+    per_page: int
+    sort_by: str
+    ascending: bool
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        return int(value)
+    return None
+
+
+def paging(
+    schema: TableSchema, page: Any, per_page: Any, sort_by: Any, sort_direction: Any
+) -> Paging:
+    page_number = _as_int(page)
+    page_number = 1 if page_number is None or page_number < 1 else min(page_number, MAX_PAGE)
+    size = _as_int(per_page)
+    size = DEFAULT_PER_PAGE if size is None or size < 1 else min(size, MAX_PER_PAGE)
+    if sort_by is None or sort_by == "":
+        sort_by = "id"
+    if not isinstance(sort_by, str) or sort_by not in schema.kinds:
+        raise InvalidInput("sort_by: not a column of the table", loc=("query", "sort_by"))
+    if not schema.kinds[sort_by].sortable:
+        raise InvalidInput("sort_by: JSON columns cannot be sorted", loc=("query", "sort_by"))
+    ascending = isinstance(sort_direction, str) and sort_direction in ("ASC", "asc")
+    return Paging(page_number, size, sort_by, ascending)
+
+
+def _nullable(schema: TableSchema, name: str) -> bool:
+    spec = schema.declared.get(name)
+    return spec is not None and not spec.required
+
+
+async def run_list(
+    session: AsyncSession, schema: TableSchema, conditions: list[Any], p: Paging
+) -> dict[str, Any]:
+    t = schema.table
+    where = [t.c.organization_id == schema.organization_id, *conditions]
+    total = await session.scalar(select(func.count()).select_from(t).where(*where))
+    sort = t.c[p.sort_by]
+    key = sort.asc() if p.ascending else sort.desc()
+    tie = t.c.id.asc() if p.ascending else t.c.id.desc()
+    # Same NULL position on both backends (SQLite's: first ascending, last descending); the
+    # PostgreSQL indexes of nullable columns are built in this order.
+    if session.get_bind().dialect.name == "postgresql" and _nullable(schema, p.sort_by):
+        key = key.nulls_first() if p.ascending else key.nulls_last()
+    order = [key] if p.sort_by == "id" else [key, tie]
+    rows: list[dict[str, Any]] = []
+    start = offset(p.page, p.per_page)
+    if total and start < total:
+        query = select(*schema.selectable).where(*where).order_by(*order)
+        result = await session.execute(query.limit(p.per_page).offset(start))
+        rows = [record(r) for r in result]
+    return {"records": rows, "total_count": int(total or 0), "page": p.page, "per_page": p.per_page}
+
+
+async def list_records(
+    session: AsyncSession, schema: TableSchema, params: list[tuple[str, str]]
+) -> dict[str, Any]:
+    """GET /data/{table}: every parameter naming a column is an exact-match filter (typed; a
+    repeated one matches any of its values); parameters naming no column are ignored."""
+    first: dict[str, str] = {}
+    grouped: dict[str, list[str]] = {}
+    for name, value in params:
+        if name in LIST_PARAMETERS:
+            first.setdefault(name, value)
+        elif name in schema.kinds:
+            grouped.setdefault(name, []).append(value)
+    p = paging(
+        schema,
+        first.get("page"),
+        first.get("per_page"),
+        first.get("sort_by"),
+        first.get("sort_direction"),
+    )
+    if sum(len(v) for v in grouped.values()) > MAX_FILTER_VALUES:
+        raise InvalidInput(f"at most {MAX_FILTER_VALUES} filter values", loc=("query",))
+    conditions = []
+    for name, texts in grouped.items():
+        kind = schema.kinds[name]
+        values = list(dict.fromkeys(kind.parse_text(name, text) for text in texts))
+        column = schema.table.c[name]
+        conditions.append(column == values[0] if len(values) == 1 else column.in_(values))
+    return await run_list(session, schema, conditions, p)
+
+
+def _operator_condition(
+    schema: TableSchema, position: int, item: Any, dialect: str
+) -> ColumnElement[bool]:
+    where = f"filters[{position}]"
+    if not isinstance(item, dict):
+        raise InvalidInput(f"{where} must be an object", loc=("body", "filters", position))
+    name, op, value = item.get("column"), item.get("op"), item.get("value")
+    if not isinstance(name, str) or name not in schema.kinds:
+        raise InvalidInput(
+            f"{where}.column: not a column of the table", loc=("body", "filters", position)
+        )
+    kind: ColumnType = schema.kinds[name]
+    column = schema.table.c[name]
+    if op == "is_null":
+        if not isinstance(value, bool):
+            raise InvalidInput(
+                f"{where}.value: is_null takes true or false", loc=("body", "filters", position)
+            )
+        return column.is_(None) if value else column.is_not(None)
+    if not isinstance(op, str) or op not in kind.operators:
+        allowed = ", ".join(sorted(kind.operators | {"is_null"}))
+        raise InvalidInput(
+            f"{where}.op: {name} supports {allowed}", loc=("body", "filters", position)
+        )
+
+    def convert(raw: Any) -> Any:
+        if raw is None:
+            raise InvalidInput(
+                f"{where}.value: null is not a value here (use is_null)",
+                loc=("body", "filters", position),
+            )
+        try:
+            return kind.validate(name, raw)
+        except InvalidInput as exc:
+            raise InvalidInput(
+                f"{where}.value: {exc.message}", loc=("body", "filters", position)
+            ) from None
+
+    if op == "in":
+        if not isinstance(value, list) or not 1 <= len(value) <= MAX_FILTER_VALUES:
+            raise InvalidInput(
+                f"{where}.value: in takes a list of 1 to {MAX_FILTER_VALUES} values",
+                loc=("body", "filters", position),
+            )
+        return column.in_(list(dict.fromkeys(convert(v) for v in value)))
+    converted = convert(value)
+    if op == "contains":
+        # A plain substring test, case-sensitive on both backends (LIKE is not: it folds case
+        # on SQLite and treats % and _ as wildcards).
+        found = (
+            func.strpos(column, converted)
+            if dialect == "postgresql"
+            else func.instr(column, converted)
+        )
+        condition: ColumnElement[bool] = found > 0
+        return condition
+    if op == "ne":
+        # Rows where the column is null differ from any value, so they match.
+        return column.is_distinct_from(converted)
+    comparisons: dict[str, ColumnElement[bool]] = {
+        "eq": column == converted,
+        "lt": column < converted,
+        "lte": column <= converted,
+        "gt": column > converted,
+        "gte": column >= converted,
+    }
+    return comparisons[op]
+
+
+async def query_records(
+    session: AsyncSession, schema: TableSchema, body: dict[str, Any]
+) -> dict[str, Any]:
+    """POST /data/{table}/query: filters combine with AND; paging and sorting as in GET."""
+    filters = body.get("filters") or []
+    if not isinstance(filters, list) or len(filters) > MAX_FILTERS:
+        raise InvalidInput(
+            f"filters must be a list of at most {MAX_FILTERS} filters", loc=("body", "filters")
+        )
+    p = paging(
+        schema,
+        body.get("page"),
+        body.get("per_page"),
+        body.get("sort_by"),
+        body.get("sort_direction"),
+    )
+    dialect = session.get_bind().dialect.name
+    conditions = [_operator_condition(schema, i, f, dialect) for i, f in enumerate(filters)]
+    return await run_list(session, schema, conditions, p)

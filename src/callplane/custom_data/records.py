@@ -1,0 +1,239 @@
+"""Records of a user table: create (batch), read, replace, patch, delete (SPEC, DESIGN §5, §6).
+
+Every statement is SQLAlchemy Core on the table's cached ``Table``: identifiers are quoted by the
+toolkit, values are bound. Managed columns (id, organization_id, created_at, updated_at) are set
+here and ignored in bodies, as are names that are not declared columns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, column, delete, insert, or_, select, table, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from callplane.custom_data.schema import TableSchema, physical_name
+from callplane.custom_data.types import INT64_MAX, TimestampType
+from callplane.errors import CallplaneError, Conflict, InvalidInput, NotFound
+from callplane.models.base import utcnow
+
+SOURCE_COLUMN = re.compile(r"[a-z][a-z0-9_]{0,62}")
+
+
+def record(row: Row[Any]) -> dict[str, Any]:
+    return row._asdict()
+
+
+def clean_values(
+    schema: TableSchema, body: Mapping[str, Any], *, partial: bool, where: str = ""
+) -> dict[str, Any]:
+    """Declared columns of a write body, each validated against its type.
+
+    ``partial`` (PATCH): omitted columns are left out; otherwise they are null (POST, PUT).
+    """
+    values: dict[str, Any] = {}
+    for name, spec in schema.declared.items():
+        if name not in body:
+            if partial:
+                continue
+            value = None
+        else:
+            value = body[name]
+        if value is None:
+            if spec.required:
+                raise InvalidInput(f"{where}{name}: is required", loc=("body", name))
+            values[name] = None
+            continue
+        try:
+            values[name] = spec.kind.validate(name, value)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{where}{exc.message}", loc=exc.loc) from None
+    return values
+
+
+async def check_references(
+    session: AsyncSession, schema: TableSchema, rows: Iterable[Mapping[str, Any]]
+) -> None:
+    """A reference must name an existing record of the referenced table (422 otherwise).
+
+    The foreign key is the backstop for a record deleted concurrently.
+    """
+    rows = list(rows)
+    for spec in schema.columns:
+        if spec.references_id is None:
+            continue
+        wanted = {r[spec.name] for r in rows if r.get(spec.name) is not None}
+        if not wanted:
+            continue
+        target = table(physical_name(spec.references_id), column("id"))
+        found = set(await session.scalars(select(target.c.id).where(target.c.id.in_(wanted))))
+        missing = sorted(wanted - found)
+        if missing:
+            raise InvalidInput(
+                f"{spec.name}: no record {missing[0]} in table {spec.references}",
+                loc=("body", spec.name),
+            )
+
+
+def integrity_error(exc: IntegrityError, *, deleting: bool = False) -> CallplaneError:
+    """The domain error behind a constraint violation (both backends' messages)."""
+    message = str(exc.orig).lower()
+    if "foreign key" in message:
+        if deleting:
+            return Conflict("The record is referenced by records of another table")
+        return InvalidInput("A referenced record does not exist", loc=("body",))
+    if "unique" in message or "duplicate key" in message:
+        return Conflict("A record with the same value in a unique column already exists")
+    if "not null" in message or "not-null" in message:
+        return InvalidInput("A required column is missing", loc=("body",))
+    raise exc
+
+
+async def create_records(
+    session: AsyncSession,
+    schema: TableSchema,
+    bodies: list[dict[str, Any]],
+    *,
+    keep_ids: bool = False,
+) -> list[dict[str, Any]]:
+    """Insert a batch, all or nothing. ``keep_ids`` (fixture loader only) keeps explicit ids."""
+    now = utcnow()
+    rows = []
+    for index, body in enumerate(bodies):
+        values = clean_values(schema, body, partial=False, where=f"records[{index}].")
+        values["organization_id"] = schema.organization_id
+        values["created_at"] = values["updated_at"] = now
+        if keep_ids and body.get("id") is not None:
+            values["id"] = body["id"]
+        rows.append(values)
+    await check_references(session, schema, rows)
+    t = schema.table
+    if keep_ids and any("id" in r for r in rows):
+        # Explicit ids come one row at a time: a multi-row INSERT needs the same keys per row.
+        created = []
+        for values in rows:
+            stmt = insert(t).values(values).returning(*schema.selectable)
+            created.append(record((await _write(session, stmt)).one()))
+        return created
+    stmt = insert(t).returning(*schema.selectable, sort_by_parameter_order=True)
+    try:
+        result = await session.execute(stmt, rows)
+    except IntegrityError as exc:
+        raise integrity_error(exc) from None
+    return [record(r) for r in result]
+
+
+async def _write(session: AsyncSession, stmt: Any, deleting: bool = False) -> Any:
+    try:
+        return await session.execute(stmt)
+    except IntegrityError as exc:
+        raise integrity_error(exc, deleting=deleting) from None
+
+
+def _where_id(schema: TableSchema, record_id: int) -> list[Any]:
+    t = schema.table
+    return [t.c.id == record_id, t.c.organization_id == schema.organization_id]
+
+
+def _check_id(record_id: int) -> None:
+    # A well-formed id that no record can have is simply not found.
+    if not 1 <= record_id <= INT64_MAX:
+        raise NotFound("Record not found")
+
+
+async def get_record(session: AsyncSession, schema: TableSchema, record_id: int) -> dict[str, Any]:
+    _check_id(record_id)
+    query = select(*schema.selectable).where(*_where_id(schema, record_id))
+    row = (await session.execute(query)).first()
+    if row is None:
+        raise NotFound("Record not found")
+    return record(row)
+
+
+async def replace_record(
+    session: AsyncSession, schema: TableSchema, record_id: int, body: Mapping[str, Any]
+) -> dict[str, Any]:
+    """PUT: every declared column is replaced; omitted ones become null."""
+    _check_id(record_id)
+    values = clean_values(schema, body, partial=False)
+    await check_references(session, schema, [values])
+    values["updated_at"] = utcnow()
+    stmt = (
+        update(schema.table)
+        .where(*_where_id(schema, record_id))
+        .values(values)
+        .returning(*schema.selectable)
+    )
+    row = (await _write(session, stmt)).first()
+    if row is None:
+        raise NotFound("Record not found")
+    return record(row)
+
+
+def check_source_column(schema: TableSchema, name: str, values: Mapping[str, Any]) -> datetime:
+    """The sourceUpdatedAtColumn rules (SPEC PATCH rule 2): a declared TIMESTAMP column, and a
+    non-null valid timestamp for it in the body."""
+    if not SOURCE_COLUMN.fullmatch(name):
+        raise InvalidInput(
+            "sourceUpdatedAtColumn must match ^[a-z][a-z0-9_]*$ and be at most 63 characters",
+            loc=("query", "sourceUpdatedAtColumn"),
+        )
+    spec = schema.declared.get(name)
+    if spec is None or not isinstance(spec.kind, TimestampType):
+        raise InvalidInput(
+            f"sourceUpdatedAtColumn: {name} is not a TIMESTAMP column of the table",
+            loc=("query", "sourceUpdatedAtColumn"),
+        )
+    value = values.get(name)
+    if value is None:
+        raise InvalidInput(f"{name}: a non-null timestamp is required", loc=("body", name))
+    assert isinstance(value, datetime)
+    return value
+
+
+async def patch_record(
+    session: AsyncSession,
+    schema: TableSchema,
+    record_id: int,
+    body: Mapping[str, Any],
+    source_column: str | None = None,
+) -> dict[str, Any]:
+    """PATCH. With ``source_column`` the comparison and the write are one statement:
+    ``UPDATE … WHERE id AND (col IS NULL OR col < :supplied) RETURNING …``."""
+    values = clean_values(schema, body, partial=True)
+    conditions = _where_id(schema, record_id)
+    if source_column is not None:
+        supplied = check_source_column(schema, source_column, values)
+        stored = schema.table.c[source_column]
+        conditions.append(or_(stored.is_(None), stored < supplied))
+    _check_id(record_id)
+    if not values:
+        return await get_record(session, schema, record_id)
+    await check_references(session, schema, [values])
+    values["updated_at"] = utcnow()
+    stmt = update(schema.table).where(*conditions).values(values).returning(*schema.selectable)
+    row = (await _write(session, stmt)).first()
+    if row is not None:
+        return record(row)
+    exists = await session.scalar(select(schema.table.c.id).where(*_where_id(schema, record_id)))
+    if exists is None:
+        raise NotFound("Record not found")
+    raise Conflict(f"{source_column}: the stored timestamp is equal or newer; nothing changed")
+
+
+async def delete_record(session: AsyncSession, schema: TableSchema, record_id: int) -> None:
+    _check_id(record_id)
+    stmt = delete(schema.table).where(*_where_id(schema, record_id)).returning(schema.table.c.id)
+    if (await _write(session, stmt, deleting=True)).first() is None:
+        raise NotFound("Record not found")
+
+
+async def delete_all_records(session: AsyncSession, schema: TableSchema) -> int:
+    t = schema.table
+    stmt = delete(t).where(t.c.organization_id == schema.organization_id)
+    result = await _write(session, stmt, deleting=True)
+    return int(result.rowcount)
