@@ -1,0 +1,314 @@
+"""Contact data rules and queries (SPEC PUT /contacts/{phoneNumber}/data; DESIGN §5).
+
+Every rule that must hold under concurrency is one statement:
+- PUT is one ``INSERT … ON CONFLICT (organization_id, identifier) DO UPDATE … RETURNING`` whose
+  update adds 1 to the stored revision, so N concurrent PUTs get n+1 … n+N, each once (PostgreSQL
+  serializes them on the row lock; SQLite write requests already hold the write lock).
+- ``expectedRevision`` is a condition of that same statement (the DO UPDATE's ``WHERE``, or a
+  conditional ``UPDATE`` when a revision > 0 is expected), never a read followed by a write.
+- DELETE and the purge clear data with a conditional ``UPDATE``; the row and its revision stay.
+
+"Stored revision" for ``expectedRevision`` is the revision of the data a GET would return, and 0
+when there is none (never written, deleted or expired): ``expectedRevision: 0`` therefore means
+"create only if absent", while the counter itself keeps growing (the next write after a delete
+still gets the next revision).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+import orjson
+from sqlalchemy import ColumnElement, Row, Table, and_, or_, select, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from callplane.db import dialect_insert
+from callplane.errors import Conflict, InvalidInput, NotFound
+from callplane.http.pagination import count, offset
+from callplane.models.base import utcnow
+from callplane.models.contacts import Contact
+
+DATA_MAX_BYTES = 65_536
+TTL_MIN_SECONDS = 60
+TTL_MAX_SECONDS = 7_776_000  # 90 days
+#: The revision column is a 32-bit integer; larger expected values can never match.
+REVISION_MAX = 2_147_483_647
+
+_contacts = cast(Table, Contact.__table__)
+_c = _contacts.c
+
+
+@dataclass(frozen=True, slots=True)
+class ContactWrite:
+    """A validated PUT body: ``data`` already serialized compactly (what is stored)."""
+
+    data_json: str
+    ttl_seconds: int | None
+    expected_revision: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredData:
+    identifier: str
+    data_json: str
+    revision: int
+    expires_at: datetime | None
+
+
+# --- body rules -------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError("number out of range")
+    return value
+
+
+def decode_body(raw: bytes) -> object:
+    """The JSON value of a request body; 422 for anything that is not strict JSON.
+
+    The standard library parser keeps integers of any size exactly (a stored object comes back
+    as it was sent); NaN/Infinity and numbers that overflow a float are refused, because they
+    are not JSON and could not be returned as JSON.
+    """
+    if not raw.strip():
+        raise InvalidInput("Request body is required", loc=("body",))
+    try:
+        return json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise InvalidInput(
+            "Request body is not valid JSON", loc=("body",), type_="json_invalid"
+        ) from None
+
+
+def _integer(value: object, field: str) -> int:
+    """An integer as JSON means it: ``60`` or ``60.0`` (JSON Schema's "integer", a number with
+    no fractional part); not ``true``, not ``60.5``, not ``"60"``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput("must be an integer", loc=("body", field), type_="int_type")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise InvalidInput("must be an integer", loc=("body", field), type_="int_from_float")
+        return int(value)
+    return value
+
+
+def compact_json(data: dict[str, Any]) -> str:
+    """Compact JSON text, non-ASCII characters kept as they are (DESIGN §5 size rule)."""
+    try:
+        return orjson.dumps(data).decode("utf-8")
+    except orjson.JSONEncodeError:
+        pass  # integers beyond 64 bits or nesting beyond orjson's limit: the slower exact path
+    try:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (ValueError, RecursionError):
+        raise InvalidInput("is nested too deeply", loc=("body", "data")) from None
+
+
+def parse_write(body: object) -> ContactWrite:
+    if not isinstance(body, dict):
+        raise InvalidInput("Request body must be a JSON object", loc=("body",), type_="dict_type")
+    if "data" not in body:
+        raise InvalidInput("Field required", loc=("body", "data"), type_="missing")
+    data = body["data"]
+    if not isinstance(data, dict):
+        raise InvalidInput("must be a JSON object", loc=("body", "data"), type_="dict_type")
+    data_json = compact_json(data)
+    if _utf8_size(data_json) > DATA_MAX_BYTES:
+        raise InvalidInput(
+            f"serialized size must be at most {DATA_MAX_BYTES} bytes",
+            loc=("body", "data"),
+            type_="too_long",
+        )
+
+    ttl_seconds = None
+    if body.get("ttlSeconds") is not None:
+        ttl_seconds = _integer(body["ttlSeconds"], "ttlSeconds")
+        if not TTL_MIN_SECONDS <= ttl_seconds <= TTL_MAX_SECONDS:
+            raise InvalidInput(
+                f"must be from {TTL_MIN_SECONDS} to {TTL_MAX_SECONDS} seconds",
+                loc=("body", "ttlSeconds"),
+                type_="range",
+            )
+
+    expected_revision = None
+    if body.get("expectedRevision") is not None:
+        expected_revision = _integer(body["expectedRevision"], "expectedRevision")
+        if not 0 <= expected_revision <= REVISION_MAX:
+            raise InvalidInput(
+                f"must be from 0 to {REVISION_MAX}", loc=("body", "expectedRevision"), type_="range"
+            )
+    return ContactWrite(data_json, ttl_seconds, expected_revision)
+
+
+def _utf8_size(text: str) -> int:
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate sent as "\ud800": not storable text
+        raise InvalidInput(
+            "contains an invalid unicode escape", loc=("body", "data"), type_="string_unicode"
+        ) from None
+
+
+# --- queries ----------------------------------------------------------------------------------
+
+
+def _live(now: datetime) -> ColumnElement[bool]:
+    """Data a reader can see: present and not expired (expired data reads as absent)."""
+    return and_(_c.data.is_not(None), or_(_c.expires_at.is_(None), _c.expires_at > now))
+
+
+def remaining_ttl(expires_at: datetime | None, now: datetime) -> int | None:
+    """Whole seconds left, rounded up: a PUT with ttlSeconds 60 answers 60, and data that is
+    still readable never shows 0."""
+    if expires_at is None:
+        return None
+    left = expires_at - now
+    return left.days * 86_400 + left.seconds + (1 if left.microseconds else 0)
+
+
+async def put_contact_data(
+    session: AsyncSession,
+    organization_id: int,
+    identifier: str,
+    write: ContactWrite,
+    *,
+    now: datetime | None = None,
+) -> StoredData:
+    """Replace the data of ``identifier`` (creating the contact), one atomic statement."""
+    now = now or utcnow()
+    expires_at = None
+    if write.ttl_seconds is not None:
+        expires_at = now + timedelta(seconds=write.ttl_seconds)
+    expected = write.expected_revision
+    statement: Any
+    if expected is not None and expected > 0:
+        # Only an existing, readable record at exactly that revision may be replaced.
+        statement = (
+            update(_contacts)
+            .where(
+                _c.organization_id == organization_id,
+                _c.identifier == identifier,
+                _c.revision == expected,
+                _live(now),
+            )
+            .values(
+                data=write.data_json,
+                revision=_c.revision + 1,
+                expires_at=expires_at,
+                updated_at=now,
+            )
+            .returning(_c.revision)
+        )
+    else:
+        insert = dialect_insert(session, _contacts).values(
+            organization_id=organization_id,
+            identifier=identifier,
+            data=write.data_json,
+            revision=1,
+            expires_at=expires_at,
+            created_at=now,
+            updated_at=now,
+        )
+        statement = insert.on_conflict_do_update(
+            index_elements=[_c.organization_id, _c.identifier],
+            set_={
+                "data": insert.excluded.data,
+                "revision": _c.revision + 1,
+                "expires_at": insert.excluded.expires_at,
+                "updated_at": insert.excluded.updated_at,
+            },
+            # expectedRevision 0: only when nothing is readable (a fresh row is inserted above).
+            where=None if expected is None else ~_live(now),
+        ).returning(_c.revision)
+    row = (await session.execute(statement)).first()
+    if row is None:
+        raise Conflict("expectedRevision does not match the stored revision")
+    return StoredData(identifier, write.data_json, row.revision, expires_at)
+
+
+async def get_contact_data(
+    session: AsyncSession, organization_id: int, identifier: str, *, now: datetime | None = None
+) -> StoredData:
+    now = now or utcnow()
+    row = (
+        await session.execute(
+            select(_c.data, _c.revision, _c.expires_at).where(
+                _c.organization_id == organization_id, _c.identifier == identifier, _live(now)
+            )
+        )
+    ).first()
+    if row is None:
+        raise NotFound("Contact data not found")
+    return StoredData(identifier, row.data, row.revision, row.expires_at)
+
+
+async def delete_contact_data(
+    session: AsyncSession, organization_id: int, identifier: str, *, now: datetime | None = None
+) -> None:
+    """Clear the data; the contact row and its revision counter remain (DESIGN §5)."""
+    now = now or utcnow()
+    deleted = (
+        await session.execute(
+            update(_contacts)
+            .where(_c.organization_id == organization_id, _c.identifier == identifier, _live(now))
+            .values(data=None, expires_at=None, updated_at=now)
+            .returning(_c.revision)
+        )
+    ).first()
+    if deleted is None:
+        raise NotFound("Contact data not found")
+
+
+async def list_contacts(
+    session: AsyncSession,
+    organization_id: int,
+    page: int,
+    page_size: int,
+    *,
+    now: datetime | None = None,
+) -> tuple[Sequence[Row[Any]], int]:
+    """Contacts with readable data, oldest first; deleted or expired data is not listed."""
+    now = now or utcnow()
+    query = select(_c.identifier, _c.revision, _c.expires_at, _c.created_at, _c.updated_at).where(
+        _c.organization_id == organization_id, _live(now)
+    )
+    total = await count(session, query)
+    start = offset(page, page_size)
+    if start >= total:
+        return [], total
+    rows = await session.execute(
+        query.order_by(_c.created_at, _c.identifier).limit(page_size).offset(start)
+    )
+    return rows.all(), total
+
+
+async def purge_expired(session: AsyncSession, *, now: datetime, batch_size: int) -> int:
+    """Clear up to ``batch_size`` expired records; returns how many.
+
+    Idempotent and safe to run from several processes at once: the statement only touches rows
+    still expired when it runs, and on PostgreSQL the batch is chosen with ``FOR UPDATE SKIP
+    LOCKED``, so two purgers (or a purger and a PUT) never wait on each other's rows.
+    """
+    expired = (
+        select(_c.organization_id, _c.identifier)
+        .where(_c.expires_at <= now)
+        .limit(batch_size)
+        .with_for_update(skip_locked=True)
+    )
+    result = await session.execute(
+        update(_contacts)
+        .where(tuple_(_c.organization_id, _c.identifier).in_(expired), _c.expires_at <= now)
+        .values(data=None, expires_at=None)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
