@@ -274,14 +274,15 @@ async def test_urls_use_the_public_url(make_app):
         assert response.content == AUDIO
 
 
-async def test_generated_signing_key_is_shared_by_every_process(make_app):
+async def test_generated_signing_key_is_shared_by_every_process(make_app, tmp_path):
     """Without CALLPLANE_SIGNING_KEY the key is generated once and stored: a URL signed by one
     process is accepted by another, and a different key refuses it."""
     from tests.conftest import client_for
 
-    first = await make_app(signing_key="")
-    second = await make_app(signing_key="")
-    other_key = await make_app(signing_key="another-key")
+    storage = f"file://{tmp_path / 'shared'}"
+    first = await make_app(signing_key="", storage_url=storage)
+    second = await make_app(signing_key="", storage_url=storage)
+    other_key = await make_app(signing_key="another-key", storage_url=storage)
     org = await make_org(first)
     async with client_for(first) as c1, client_for(second) as c2, client_for(other_key) as c3:
         url = await signed_url(first, c1, org)

@@ -63,8 +63,9 @@ def _wire(
     call: models.ExternalCall, legs: list[models.Recording], urls: dict[Any, str]
 ) -> dict[str, Any]:
     # Plain dicts (serialized by orjson): the response_model above documents the same shape.
+    # Uuids go out as text: asyncpg returns its own UUID subclass, which orjson does not know.
     return {
-        "id": call.id,
+        "id": str(call.id),
         "external_call_id": call.external_call_id,
         "title": call.title,
         "direction": call.direction,
@@ -75,7 +76,11 @@ def _wire(
         "status": call.status,
         "recording_count": len(legs),
         "source": (
-            {"id": call.source_id, "name": call.source_name, "provider": call.source_provider}
+            {
+                "id": _text(call.source_id),
+                "name": call.source_name,
+                "provider": call.source_provider,
+            }
             if call.source_id or call.source_name or call.source_provider
             else None
         ),
@@ -89,7 +94,7 @@ def _wire(
 def _wire_leg(leg: models.Recording) -> dict[str, Any]:
     processed = leg.status == service.PROCESSED_STATUS
     return {
-        "id": leg.id,
+        "id": str(leg.id),
         "file_name": leg.file_name,
         "status": leg.status,
         "started_at": leg.started_at,
@@ -98,3 +103,7 @@ def _wire_leg(leg: models.Recording) -> dict[str, Any]:
         "created_at": leg.created_at,
         "updated_at": leg.updated_at,
     }
+
+
+def _text(value: object | None) -> str | None:
+    return None if value is None else str(value)
