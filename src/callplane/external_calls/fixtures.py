@@ -117,7 +117,11 @@ def _storage(context: LoadContext) -> Storage:
 
 
 def _recording(
-    context: LoadContext, item: AudioItem, where: str, pending: list[tuple[str, bytes, str]]
+    context: LoadContext,
+    item: AudioItem,
+    where: str,
+    pending: list[tuple[str, bytes, str]],
+    created_at: datetime | None = None,
 ) -> Recording:
     recording_id = item.id or uuid.uuid4()
     media_type = item.media_type()
@@ -126,7 +130,7 @@ def _recording(
     if audio is not None:
         key = recording_key(context.organization_id, recording_id)
         pending.append((key, audio, media_type))
-    now = utcnow()
+    created = item.created_at or created_at or utcnow()
     return Recording(
         organization_id=context.organization_id,
         id=recording_id,
@@ -135,8 +139,8 @@ def _recording(
         storage_key=key,
         content_type=media_type,
         size_bytes=len(audio) if audio is not None else None,
-        created_at=item.created_at or now,
-        updated_at=item.created_at or now,
+        created_at=created,
+        updated_at=created,
     )
 
 
@@ -176,7 +180,8 @@ async def load_external_calls(context: LoadContext, items: list[Any]) -> list[An
         calls.append(call)
         for leg_index, leg in enumerate(item.recordings):
             where = f"external_calls[{index}].recordings[{leg_index}]"
-            recording = _recording(context, leg, where, pending)
+            # A leg without its own timestamps was imported with its call.
+            recording = _recording(context, leg, where, pending, call.created_at)
             recording.external_call_id = call.id
             # Without a status, a leg that comes with its transcript is a processed one.
             recording.status = leg.status or (
