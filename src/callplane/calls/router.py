@@ -1,8 +1,122 @@
-"""Routes of this domain (to be filled in by its issue)."""
+"""Calls: create, list, read, cancel. Every error, validation included, is in the STATUS shape
+``{"status": "error", "success": false, "error": str, "errors": [str]}`` (SPEC; DESIGN §4)."""
 
 from __future__ import annotations
 
+import uuid
+from datetime import datetime
+from typing import Annotated, Literal, get_args
+
+import orjson
+from fastapi import Header, Query
+from starlette.responses import Response
+
+from callplane.calls import idempotency, service
+from callplane.calls.schemas import CallCreate, CallCreated, CallEnvelope, CallList, Cancelled
+from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import STATUS
+from callplane.http.pagination import total_pages
+from callplane.http.responses import dumps, json_response
 from callplane.http.routing import family_router
+from callplane.models.calls import CALL_STATUSES
 
 router = family_router(STATUS, tags=["calls"])
+
+CallStatus = Literal[
+    "enqueued", "dialing", "in_progress", "completed", "failed", "no_answer", "busy", "cancelled"
+]
+assert set(get_args(CallStatus)) == set(CALL_STATUSES)
+
+
+@router.post(
+    "/calls",
+    response_model=CallCreated,
+    status_code=201,
+    summary="Create (enqueue) an outbound call",
+    responses={409: {"description": "Idempotency-Key reused with a different body"}},
+)
+async def create_call(
+    body: CallCreate,
+    session: SessionDep,
+    runtime: RuntimeDep,
+    tenant: CurrentTenant,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            min_length=1,
+            max_length=255,
+            pattern=r"^[\x21-\x7e]+$",
+            description="Retry-safe creation: the same key and body return the first response",
+        ),
+    ] = None,
+) -> Response:
+    org = tenant.organization_id
+    # Domain errors are rendered before the request's session is finished, and that session
+    # then commits: the savepoint undoes a claimed key when the creation fails after it.
+    async with session.begin_nested():
+        if idempotency_key is not None:
+            digest = idempotency.request_digest(body.model_dump(mode="json"))
+            stored = await idempotency.claim(session, org, idempotency_key, digest)
+            if stored is not None:
+                return json_response(stored.body, stored.status_code)
+        call = await service.create_call(session, org, body)
+        [wire] = await service.calls_wire(session, runtime, org, [call])
+        content = {"success": True, "status": call.status, "call_id": call.id, "call": wire}
+        if idempotency_key is not None:
+            plain = orjson.loads(dumps(content))
+            await idempotency.record(session, org, idempotency_key, 201, plain)
+    return json_response(content, 201)
+
+
+@router.get("/calls", response_model=CallList, summary="List calls, newest first")
+async def list_calls(
+    session: SessionDep,
+    runtime: RuntimeDep,
+    tenant: CurrentTenant,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=100)] = 20,
+    status: CallStatus | None = None,
+    direction: Literal["inbound", "outbound"] | None = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+) -> Response:
+    calls, total = await service.list_calls(
+        session,
+        tenant.organization_id,
+        page=page,
+        page_size=page_size,
+        status=status,
+        direction=direction,
+        created_after=created_after,
+        created_before=created_before,
+    )
+    wires = await service.calls_wire(session, runtime, tenant.organization_id, calls)
+    return json_response(
+        {
+            "calls": wires,
+            "total_count": total,
+            "page": page,
+            "page_size": page_size,
+            "total_pages": total_pages(total, page_size),
+        }
+    )
+
+
+@router.get("/calls/{uuid}", response_model=CallEnvelope, summary="Read a call")
+async def get_call(
+    uuid: uuid.UUID, session: SessionDep, runtime: RuntimeDep, tenant: CurrentTenant
+) -> Response:
+    call = await service.get_call(session, tenant.organization_id, uuid)
+    [wire] = await service.calls_wire(session, runtime, tenant.organization_id, [call])
+    return json_response({"success": True, "call": wire})
+
+
+@router.post(
+    "/calls/{uuid}/cancel",
+    response_model=Cancelled,
+    summary="Cancel a queued call",
+    responses={409: {"description": "The call has started or finished"}},
+)
+async def cancel_call(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    await service.cancel_call(session, tenant.organization_id, uuid)
+    return json_response({"success": True, "status": "cancelled", "uuid": uuid})

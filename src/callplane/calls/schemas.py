@@ -1,0 +1,228 @@
+"""Wire models of calls: the Call resource (SPEC), the create body and envelopes (DESIGN §6).
+
+Responses are built as plain dicts (``service.call_wire``) and serialized by orjson; the models
+here describe them in OpenAPI and validate what clients send.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+import phonenumbers
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+#: Bound on each free-form object a client sends (params, external_identifiers, cart, ...).
+MAX_OBJECT_BYTES = 64 * 1024
+MAX_KEY_CHARS = 255
+
+
+def _check_text(value: str) -> str:
+    # PostgreSQL cannot store NUL in text or jsonb, and a lone surrogate cannot be encoded to
+    # UTF-8: both would fail deep in the driver, so they are refused as input instead.
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text") from None
+    return value
+
+
+def _walk_json(value: Any, depth: int = 0) -> int:
+    """Check a free-form JSON value; returns a size estimate in characters."""
+    if depth > 32:
+        raise ValueError("is nested too deeply (at most 32 levels)")
+    if isinstance(value, str):
+        _check_text(value)
+        return len(value) + 2
+    if isinstance(value, bool) or value is None:
+        return 5
+    if isinstance(value, int):
+        return len(str(value)) if abs(value) < 10**30 else _too_big()
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("must not contain NaN or Infinity")
+        return 24
+    if isinstance(value, dict):
+        size = 2
+        for key, item in value.items():
+            _check_text(key)
+            size += len(key) + 3 + _walk_json(item, depth + 1)
+        return size
+    if isinstance(value, list):
+        return 2 + sum(_walk_json(item, depth + 1) + 1 for item in value)
+    raise ValueError("is not a JSON value")
+
+
+def _too_big() -> int:
+    raise ValueError("holds a number too large")
+
+
+def check_json(value: Any) -> Any:
+    if _walk_json(value) > MAX_OBJECT_BYTES:
+        raise ValueError(f"is larger than {MAX_OBJECT_BYTES} bytes")
+    return value
+
+
+def _check_attributes(value: dict[str, Any]) -> dict[str, Any]:
+    for key in value:
+        if not key:
+            raise ValueError("keys must not be empty")
+        if len(key) > MAX_KEY_CHARS:
+            raise ValueError(f"keys must be at most {MAX_KEY_CHARS} characters")
+    check_json(value)
+    return value
+
+
+def normalize_number(value: str) -> str:
+    """E.164 for a phone number; US is assumed when there is no ``+`` country code."""
+    try:
+        parsed = phonenumbers.parse(value, None if value.strip().startswith("+") else "US")
+    except phonenumbers.NumberParseException:
+        raise ValueError("is not a phone number") from None
+    if not phonenumbers.is_possible_number(parsed):
+        raise ValueError("is not a possible phone number")
+    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+
+
+SafeStr = Annotated[str, AfterValidator(_check_text)]
+PhoneNumber = Annotated[str, StringConstraints(max_length=64), AfterValidator(normalize_number)]
+JSONObject = Annotated[dict[str, Any], AfterValidator(check_json)]
+Attributes = Annotated[dict[str, Any], AfterValidator(_check_attributes)]
+ShortText = Annotated[SafeStr, StringConstraints(max_length=255)]
+LongText = Annotated[SafeStr, StringConstraints(max_length=100_000)]
+
+
+class TranscriptEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: LongText | None = None
+    role: ShortText | None = None
+    timestamp: float | None = Field(default=None, allow_inf_nan=False)
+    function_name: ShortText | None = None
+    arguments: JSONObject | None = None
+
+
+class CallTagSummary(BaseModel):
+    id: UUID
+    name: str
+    description: str | None
+    color: str | None
+
+
+class OutputConfig(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: ShortText
+    properties: JSONObject = {}
+
+
+class Analyzer(BaseModel):
+    id: UUID | None = None
+    prompt: LongText
+    output_config: OutputConfig
+
+
+class AnalysisResult(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: UUID | None = None
+    analyzer_id: UUID | None = None
+    prompt: str | None = None
+    output_config: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+
+
+class Call(BaseModel):
+    """The Call resource, every field of SPEC's table."""
+
+    id: UUID
+    simple_uuid: UUID
+    from_number: str | None
+    to_number: str | None
+    status: str
+    started_at: datetime | None
+    ended_at: datetime | None
+    duration: int | None
+    created_at: datetime
+    updated_at: datetime
+    transcripts: list[TranscriptEntry]
+    screen_pop_token: str | None
+    call_prompt: str | None
+    answered_by: str | None
+    language: str | None
+    transferred: bool
+    handoff_metadata: dict[str, Any] | None
+    direction: str | None
+    tags: list[CallTagSummary]
+    voice_id: UUID | None
+    agent_speaks_first: bool | None
+    agent_id: UUID | None
+    agent_branch: str | None
+    agent_commit_id: str | None
+    agent_branch_name: str | None
+    external_identifiers: dict[str, Any]
+    params: dict[str, Any]
+    recording_presigned_url: str | None
+    cart: dict[str, Any] | None
+    analyzers: list[dict[str, Any]]
+    analysis_results: list[AnalysisResult]
+    summary: str | None
+    keyterms: list[str]
+
+
+class CallCreate(BaseModel):
+    """Body of ``POST /calls`` (DESIGN §6). Unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    to_number: PhoneNumber
+    from_number: PhoneNumber | None = None
+    agent_id: UUID | None = None
+    voice_id: UUID | None = None
+    call_prompt: LongText | None = None
+    language: Annotated[SafeStr, StringConstraints(max_length=32)] | None = None
+    agent_speaks_first: bool | None = Field(default=None, strict=True)
+    params: Attributes = {}
+    external_identifiers: Attributes = {}
+    keyterms: Annotated[
+        list[Annotated[SafeStr, StringConstraints(max_length=255)]], Field(max_length=500)
+    ] = []
+    analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
+    tags: Annotated[list[UUID], Field(max_length=100)] = []
+
+
+class CallCreated(BaseModel):
+    success: Literal[True] = True
+    status: str
+    call_id: UUID
+    call: Call
+
+
+class CallEnvelope(BaseModel):
+    success: Literal[True] = True
+    call: Call
+
+
+class CallList(BaseModel):
+    calls: list[Call]
+    total_count: int
+    page: int
+    page_size: int
+    total_pages: int
+
+
+class Cancelled(BaseModel):
+    success: Literal[True] = True
+    status: Literal["cancelled"] = "cancelled"
+    uuid: UUID
+
+
+class FoundCall(BaseModel):
+    success: Literal[True] = True
+    call: dict[str, Any] = Field(
+        description="The full Call, or only the requested fields when `fields` is given"
+    )

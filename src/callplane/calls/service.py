@@ -1,0 +1,282 @@
+"""Calls: create, read, list and cancel (SPEC; DESIGN §5, §6). Services flush, never commit."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from callplane.calls.attributes import attribute_rows, index_attributes
+from callplane.calls.schemas import CallCreate
+from callplane.errors import Conflict, InvalidInput, NotFound
+from callplane.http.pagination import count, offset
+from callplane.models.agents import Agent
+from callplane.models.base import utcnow
+from callplane.models.call_tags import CallTag
+from callplane.models.calls import Call, CallTagLink
+from callplane.models.voices import Voice
+from callplane.recordings.urls import call_recording_urls
+from callplane.runtime import Runtime
+
+CALL_NOT_FOUND = "Call not found"
+
+#: Columns copied to the wire under the same name (the rest are renamed or computed).
+_SAME_NAME = (
+    "id",
+    "simple_uuid",
+    "from_number",
+    "to_number",
+    "status",
+    "started_at",
+    "ended_at",
+    "duration",
+    "created_at",
+    "updated_at",
+    "transcripts",
+    "screen_pop_token",
+    "call_prompt",
+    "answered_by",
+    "language",
+    "transferred",
+    "handoff_metadata",
+    "direction",
+)
+_AFTER_TAGS = ("agent_speaks_first",)
+_AGENT = ("agent_branch", "agent_commit_id", "agent_branch_name", "external_identifiers", "params")
+_TAIL = ("cart", "analyzers", "analysis_results", "summary", "keyterms")
+
+
+def uuid_text(value: uuid.UUID | None) -> str | None:
+    """asyncpg returns its own UUID subclass, which orjson cannot serialize: send text."""
+    return None if value is None else str(value)
+
+
+def call_wire(call: Call, tags: list[dict[str, Any]], recording_url: str | None) -> dict[str, Any]:
+    """The Call resource in SPEC's field order."""
+    wire: dict[str, Any] = {name: getattr(call, name) for name in _SAME_NAME}
+    wire["id"] = uuid_text(call.id)
+    wire["simple_uuid"] = uuid_text(call.simple_uuid)
+    wire["tags"] = tags
+    wire["voice_id"] = uuid_text(call.voice_uuid)
+    wire["agent_speaks_first"] = call.agent_speaks_first
+    wire["agent_id"] = uuid_text(call.agent_uuid)
+    for name in _AGENT:
+        wire[name] = getattr(call, name)
+    wire["recording_presigned_url"] = recording_url
+    for name in _TAIL:
+        wire[name] = getattr(call, name)
+    return wire
+
+
+async def tags_of(
+    session: AsyncSession, organization_id: int, call_uuids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    """Tag summaries of many calls in one query, each call's in the order they were given."""
+    found: dict[uuid.UUID, list[dict[str, Any]]] = {u: [] for u in call_uuids}
+    if not call_uuids:
+        return found
+    rows = await session.execute(
+        select(CallTagLink.call_uuid, CallTag.id, CallTag.name, CallTag.description, CallTag.color)
+        .join(
+            CallTag,
+            (CallTag.organization_id == CallTagLink.organization_id)
+            & (CallTag.id == CallTagLink.tag_uuid),
+        )
+        .where(
+            CallTagLink.organization_id == organization_id,
+            CallTagLink.call_uuid.in_(list(call_uuids)),
+        )
+        .order_by(CallTagLink.call_uuid, CallTagLink.position)
+    )
+    for call_uuid, tag_id, name, description, color in rows:
+        found[call_uuid].append(
+            {"id": uuid_text(tag_id), "name": name, "description": description, "color": color}
+        )
+    return found
+
+
+async def calls_wire(
+    session: AsyncSession, runtime: Runtime, organization_id: int, calls: Sequence[Call]
+) -> list[dict[str, Any]]:
+    """Wire form of many calls: one query for their tags, one call for their recording URLs."""
+    ids = [c.id for c in calls]
+    tags = await tags_of(session, organization_id, ids)
+    urls = await call_recording_urls(session, runtime, organization_id, ids) if ids else {}
+    return [call_wire(c, tags[c.id], urls.get(c.id)) for c in calls]
+
+
+async def check_references(
+    session: AsyncSession,
+    organization_id: int,
+    *,
+    agent_uuid: uuid.UUID | None,
+    voice_uuid: uuid.UUID | None,
+    tag_uuids: Sequence[uuid.UUID],
+) -> str | None:
+    """The first reference that names nothing of the organization, as ``field: message``."""
+    if agent_uuid is not None:
+        agent = await session.scalar(
+            select(Agent.id).where(
+                Agent.organization_id == organization_id, Agent.uuid == agent_uuid
+            )
+        )
+        if agent is None:
+            return "agent_id: no such agent"
+    if voice_uuid is not None:
+        voice = await session.scalar(
+            select(Voice.id).where(Voice.organization_id == organization_id, Voice.id == voice_uuid)
+        )
+        if voice is None:
+            return "voice_id: no such voice"
+    if tag_uuids:
+        known = set(
+            await session.scalars(
+                select(CallTag.id).where(
+                    CallTag.organization_id == organization_id, CallTag.id.in_(list(tag_uuids))
+                )
+            )
+        )
+        missing = [t for t in tag_uuids if t not in known]
+        if missing:
+            return f"tags: no such call tag {missing[0]}"
+    return None
+
+
+async def add_call(session: AsyncSession, call: Call, tag_uuids: Sequence[uuid.UUID]) -> None:
+    """Insert a call with its tag links and its searchable attributes (one transaction)."""
+    session.add(call)
+    await session.flush()
+    if tag_uuids:
+        session.add_all(
+            CallTagLink(
+                organization_id=call.organization_id,
+                call_uuid=call.id,
+                tag_uuid=tag,
+                position=position,
+            )
+            for position, tag in enumerate(dict.fromkeys(tag_uuids))
+        )
+    await index_attributes(
+        session,
+        attribute_rows(
+            call.organization_id,
+            call.id,
+            call.created_at,
+            call.params,
+            call.external_identifiers,
+        ),
+    )
+    await session.flush()
+
+
+async def create_call(session: AsyncSession, organization_id: int, body: CallCreate) -> Call:
+    problem = await check_references(
+        session,
+        organization_id,
+        agent_uuid=body.agent_id,
+        voice_uuid=body.voice_id,
+        tag_uuids=body.tags,
+    )
+    if problem:
+        field, _, message = problem.partition(": ")
+        raise InvalidInput(message, loc=("body", field))
+    now = utcnow()
+    call = Call(
+        organization_id=organization_id,
+        id=uuid.uuid4(),
+        simple_uuid=uuid.uuid4(),
+        to_number=body.to_number,
+        from_number=body.from_number,
+        status="enqueued",
+        direction="outbound",
+        agent_uuid=body.agent_id,
+        voice_uuid=body.voice_id,
+        call_prompt=body.call_prompt,
+        language=body.language,
+        agent_speaks_first=body.agent_speaks_first,
+        params=body.params,
+        external_identifiers=body.external_identifiers,
+        keyterms=body.keyterms,
+        analyzers=[
+            {**a.model_dump(mode="json"), "id": str(a.id or uuid.uuid4())} for a in body.analyzers
+        ],
+        transcripts=[],
+        analysis_results=[],
+        transferred=False,
+        created_at=now,
+        updated_at=now,
+    )
+    await add_call(session, call, body.tags)
+    return call
+
+
+async def get_call(session: AsyncSession, organization_id: int, call_uuid: uuid.UUID) -> Call:
+    call = await session.scalar(
+        select(Call).where(Call.organization_id == organization_id, Call.id == call_uuid)
+    )
+    if call is None:
+        raise NotFound(CALL_NOT_FOUND)
+    return call
+
+
+async def list_calls(
+    session: AsyncSession,
+    organization_id: int,
+    *,
+    page: int,
+    page_size: int,
+    status: str | None,
+    direction: str | None,
+    created_after: datetime | None,
+    created_before: datetime | None,
+) -> tuple[Sequence[Call], int]:
+    query = select(Call).where(Call.organization_id == organization_id)
+    if status is not None:
+        query = query.where(Call.status == status)
+    if direction is not None:
+        query = query.where(Call.direction == direction)
+    if created_after is not None:
+        query = query.where(Call.created_at > created_after)
+    if created_before is not None:
+        query = query.where(Call.created_at < created_before)
+    total = await count(session, query)
+    rows = await session.scalars(
+        query.order_by(Call.created_at.desc(), Call.id.desc())
+        .limit(page_size)
+        .offset(offset(page, page_size))
+    )
+    return rows.all(), total
+
+
+async def cancel_call(session: AsyncSession, organization_id: int, call_uuid: uuid.UUID) -> None:
+    """enqueued → cancelled; cancelled stays cancelled; any other status is a conflict.
+
+    The check and the change are one conditional UPDATE (DESIGN §5): a dispatcher that takes
+    the call at the same moment either sees it cancelled or makes this UPDATE match nothing.
+    Only when it matched nothing is the status read, to tell "already cancelled" (success),
+    "started or finished" (409) and "no such call" (404) apart.
+    """
+    cancelled = await session.scalar(
+        update(Call)
+        .where(
+            Call.organization_id == organization_id,
+            Call.id == call_uuid,
+            Call.status == "enqueued",
+        )
+        .values(status="cancelled", updated_at=utcnow())
+        .returning(Call.id)
+        .execution_options(synchronize_session=False)
+    )
+    if cancelled is not None:
+        return
+    status = await session.scalar(
+        select(Call.status).where(Call.organization_id == organization_id, Call.id == call_uuid)
+    )
+    if status is None:
+        raise NotFound(CALL_NOT_FOUND)
+    if status != "cancelled":
+        raise Conflict(f"Call cannot be cancelled: its status is {status}")

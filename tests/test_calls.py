@@ -1,0 +1,496 @@
+"""POST /v1/calls, GET /v1/calls, GET /v1/calls/{uuid} (DESIGN §6), the Call resource (SPEC),
+and the calls fixture section (DESIGN §8)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import func, select, update
+
+from callplane.models.calls import Call, CallAttribute, CallIdempotencyKey
+from tests.conftest import client_for
+from tests.factories import load, make_org, runtime_of
+from tests.test_calls_helpers import (
+    AGENT_UUID,
+    BASICS,
+    CALL_FIELDS,
+    TAG_ESC,
+    TAG_VIP,
+    VOICE_UUID,
+    assert_status_error,
+    stamp,
+)
+
+
+async def _count_calls(app, org_id: int) -> int:
+    async with runtime_of(app).db.session(write=False) as session:
+        return int(
+            await session.scalar(
+                select(func.count()).select_from(Call).where(Call.organization_id == org_id)
+            )
+            or 0
+        )
+
+
+# --- POST /calls ---------------------------------------------------------------------------
+
+
+async def test_create_call_enqueues_and_returns_the_full_call(app, client):
+    org = await make_org(app)
+    await load(app, org, BASICS)
+    response = await client.post(
+        "/v1/calls",
+        headers=org.headers,
+        json={
+            "to_number": "(415) 555-0123",
+            "from_number": "+44 20 7183 8750",
+            "agent_id": AGENT_UUID,
+            "voice_id": VOICE_UUID,
+            "call_prompt": "Confirm the appointment",
+            "language": "en-US",
+            "agent_speaks_first": True,
+            "params": {"order": "A-1", "amount": 12.5, "vip": True},
+            "external_identifiers": {"crm_id": "c-77"},
+            "keyterms": ["Acme"],
+            "analyzers": [
+                {"prompt": "Was it booked?", "output_config": {"type": "object", "properties": {}}}
+            ],
+            "tags": [TAG_ESC, TAG_VIP],
+        },
+    )
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["success"] is True and body["status"] == "enqueued"
+    call = body["call"]
+    assert list(call) == CALL_FIELDS
+    assert call["id"] == body["call_id"]
+    assert call["status"] == "enqueued" and call["direction"] == "outbound"
+    # Numbers are normalized to E.164 (US assumed without a country code).
+    assert call["to_number"] == "+14155550123"
+    assert call["from_number"] == "+442071838750"
+    assert call["agent_id"] == AGENT_UUID and call["voice_id"] == VOICE_UUID
+    assert call["params"] == {"order": "A-1", "amount": 12.5, "vip": True}
+    assert call["external_identifiers"] == {"crm_id": "c-77"}
+    assert [t["id"] for t in call["tags"]] == [TAG_ESC, TAG_VIP]
+    assert call["tags"][1] == {
+        "id": TAG_VIP,
+        "name": "VIP",
+        "description": "High value",
+        "color": "#d4af37",
+    }
+    assert call["recording_presigned_url"] is None
+    assert call["transcripts"] == [] and call["keyterms"] == ["Acme"]
+    [analyzer] = call["analyzers"]
+    uuid.UUID(analyzer["id"])
+    assert analyzer["prompt"] == "Was it booked?"
+    assert call["created_at"].endswith("Z")
+    assert call["id"] != call["simple_uuid"]
+
+    fetched = await client.get(f"/v1/calls/{call['id']}", headers=org.headers)
+    assert fetched.status_code == 200
+    assert fetched.json() == {"success": True, "call": call}
+
+
+async def test_create_call_minimal(app, client):
+    org = await make_org(app)
+    response = await client.post("/v1/calls", headers=org.headers, json={"to_number": "4155550123"})
+    assert response.status_code == 201
+    call = response.json()["call"]
+    assert call["params"] == {} and call["tags"] == [] and call["agent_id"] is None
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        pytest.param({}, "to_number", id="missing-to"),
+        pytest.param({"to_number": "hello"}, "to_number", id="not-a-number"),
+        pytest.param({"to_number": "+1 2"}, "to_number", id="impossible"),
+        pytest.param({"to_number": 4155550123}, "to_number", id="number-type"),
+        pytest.param({"to_number": "+14155550123", "from_number": "x"}, "from_number", id="from"),
+        pytest.param({"to_number": "+14155550123", "params": []}, "params", id="params-list"),
+        pytest.param(
+            {"to_number": "+14155550123", "params": {"a": "x\u0000y"}}, "params", id="nul-value"
+        ),
+        pytest.param({"to_number": "+14155550123", "params": {"": 1}}, "params", id="empty-key"),
+        pytest.param(
+            {"to_number": "+14155550123", "params": {"k" * 256: 1}}, "params", id="long-key"
+        ),
+        pytest.param(
+            {"to_number": "+14155550123", "params": {"big": "x" * 70_000}}, "params", id="huge"
+        ),
+        pytest.param(
+            {"to_number": "+14155550123", "external_identifiers": "abc"},
+            "external_identifiers",
+            id="ext-string",
+        ),
+        pytest.param({"to_number": "+14155550123", "agent_id": "nope"}, "agent_id", id="agent"),
+        pytest.param(
+            {"to_number": "+14155550123", "agent_speaks_first": "yes"},
+            "agent_speaks_first",
+            id="bool",
+        ),
+        pytest.param({"to_number": "+14155550123", "tags": ["x"]}, "tags", id="tag-uuid"),
+        pytest.param({"to_number": "+14155550123", "keyterms": [1]}, "keyterms", id="keyterm-type"),
+    ],
+)
+async def test_create_call_invalid_bodies_are_422_status_shape(app, client, body, field):
+    org = await make_org(app)
+    response = await client.post("/v1/calls", headers=org.headers, json=body)
+    error = assert_status_error(response, 422)
+    assert error["error"].startswith(field)
+    assert await _count_calls(app, org.id) == 0
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(b'{"to_number": "+14155550123", "params": {"a": NaN}}', id="nan"),
+        pytest.param(b'{"to_number": "+14155550123", "params": {"a": "\\ud800"}}', id="surrogate"),
+        pytest.param(b'{"to_number": "+14155550123", "params": {"\\u0000": 1}}', id="nul-key"),
+        pytest.param(b'{"to_number": ', id="malformed"),
+        pytest.param(b"[1, 2]", id="array"),
+    ],
+)
+async def test_create_call_hostile_json_is_422_never_500(app, client, raw):
+    org = await make_org(app)
+    response = await client.post(
+        "/v1/calls",
+        headers={**org.headers, "Content-Type": "application/json"},
+        content=raw,
+    )
+    assert_status_error(response, 422)
+    assert await _count_calls(app, org.id) == 0
+
+
+async def test_references_of_another_organization_are_422(app, client):
+    mine = await make_org(app, "mine")
+    theirs = await make_org(app, "theirs")
+    await load(app, theirs, BASICS)
+    for field, value in (
+        ("agent_id", AGENT_UUID),
+        ("voice_id", VOICE_UUID),
+        ("tags", [TAG_VIP]),
+    ):
+        response = await client.post(
+            "/v1/calls", headers=mine.headers, json={"to_number": "+14155550123", field: value}
+        )
+        error = assert_status_error(response, 422)
+        assert error["error"].startswith(field)
+    assert await _count_calls(app, mine.id) == 0
+
+
+async def test_unicode_and_injection_looking_params_round_trip(app, client):
+    org = await make_org(app)
+    params = {
+        "名前": "テスト 🚀",
+        "'; DROP TABLE calls; --": "1 OR 1=1",
+        'a"b\\c': {"nested": ["x", None]},
+    }
+    response = await client.post(
+        "/v1/calls", headers=org.headers, json={"to_number": "+14155550123", "params": params}
+    )
+    assert response.status_code == 201
+    call_id = response.json()["call_id"]
+    fetched = await client.get(f"/v1/calls/{call_id}", headers=org.headers)
+    assert fetched.json()["call"]["params"] == params
+
+
+async def test_unauthenticated_create_is_401_status_shape(app, client):
+    response = await client.post("/v1/calls", json={"to_number": "+14155550123"})
+    assert_status_error(response, 401)
+    bad = await client.post(
+        "/v1/calls",
+        headers={"Authorization": "Bearer cp_nope"},
+        json={"to_number": "+14155550123"},
+    )
+    assert_status_error(bad, 401)
+
+
+# --- Idempotency-Key -----------------------------------------------------------------------
+
+
+async def test_same_idempotency_key_and_body_returns_the_first_response(app, client):
+    org = await make_org(app)
+    headers = {**org.headers, "Idempotency-Key": "order-42"}
+    body = {"to_number": "+14155550123", "params": {"order": "42"}}
+    first = await client.post("/v1/calls", headers=headers, json=body)
+    second = await client.post("/v1/calls", headers=headers, json=body)
+    assert first.status_code == second.status_code == 201
+    assert second.json() == first.json()
+    assert await _count_calls(app, org.id) == 1
+
+
+async def test_same_idempotency_key_with_another_body_is_409(app, client):
+    org = await make_org(app)
+    headers = {**org.headers, "Idempotency-Key": "order-42"}
+    await client.post("/v1/calls", headers=headers, json={"to_number": "+14155550123"})
+    other = await client.post("/v1/calls", headers=headers, json={"to_number": "+14155550124"})
+    assert_status_error(other, 409)
+    assert await _count_calls(app, org.id) == 1
+
+
+async def test_idempotency_keys_are_per_organization(app, client):
+    mine = await make_org(app, "mine")
+    theirs = await make_org(app, "theirs")
+    body = {"to_number": "+14155550123"}
+    a = await client.post("/v1/calls", headers={**mine.headers, "Idempotency-Key": "k"}, json=body)
+    b = await client.post(
+        "/v1/calls", headers={**theirs.headers, "Idempotency-Key": "k"}, json=body
+    )
+    assert a.status_code == b.status_code == 201
+    assert a.json()["call_id"] != b.json()["call_id"]
+
+
+async def test_failed_request_does_not_consume_its_key(app, client):
+    org = await make_org(app)
+    headers = {**org.headers, "Idempotency-Key": "retry-me"}
+    missing_tag = {"to_number": "+14155550123", "tags": [TAG_VIP]}
+    assert_status_error(await client.post("/v1/calls", headers=headers, json=missing_tag), 422)
+    await load(app, org, {"call_tags": BASICS["call_tags"]})
+    retried = await client.post("/v1/calls", headers=headers, json=missing_tag)
+    assert retried.status_code == 201
+
+
+async def test_idempotency_key_older_than_24_hours_may_be_reused(app, client):
+    org = await make_org(app)
+    headers = {**org.headers, "Idempotency-Key": "old"}
+    first = await client.post("/v1/calls", headers=headers, json={"to_number": "+14155550123"})
+    async with runtime_of(app).db.session(write=True) as session:
+        # 23 hours: still honoured.
+        await session.execute(
+            update(CallIdempotencyKey).values(created_at=datetime.now(UTC) - timedelta(hours=23))
+        )
+        await session.commit()
+    kept = await client.post("/v1/calls", headers=headers, json={"to_number": "+14155550124"})
+    assert_status_error(kept, 409)
+    async with runtime_of(app).db.session(write=True) as session:
+        await session.execute(
+            update(CallIdempotencyKey).values(created_at=datetime.now(UTC) - timedelta(hours=25))
+        )
+        await session.commit()
+    reused = await client.post("/v1/calls", headers=headers, json={"to_number": "+14155550124"})
+    assert reused.status_code == 201
+    assert reused.json()["call_id"] != first.json()["call_id"]
+
+
+async def test_concurrent_first_requests_with_one_key_create_one_call(make_app):
+    apps = [await make_app(), await make_app()]
+    org = await make_org(apps[0])
+    body = {"to_number": "+14155550123"}
+
+    async def post(i: int):
+        async with client_for(apps[i % 2]) as c:
+            return await c.post(
+                "/v1/calls", headers={**org.headers, "Idempotency-Key": "race"}, json=body
+            )
+
+    responses = await asyncio.gather(*(post(i) for i in range(8)))
+    statuses = sorted(r.status_code for r in responses)
+    assert all(s in (201, 409) for s in statuses), statuses
+    ids = {r.json()["call_id"] for r in responses if r.status_code == 201}
+    assert len(ids) == 1
+    assert await _count_calls(apps[0], org.id) == 1
+
+
+@pytest.mark.parametrize("key", ["", "x" * 256, "bad key", "ключ"])
+async def test_invalid_idempotency_keys_are_422(app, client, key):
+    org = await make_org(app)
+    response = await client.post(
+        "/v1/calls",
+        headers=[
+            (b"Authorization", org.headers["Authorization"].encode()),
+            (b"Idempotency-Key", key.encode("utf-8")),
+        ],
+        json={"to_number": "+14155550123"},
+    )
+    assert_status_error(response, 422)
+
+
+# --- GET /calls/{uuid} ---------------------------------------------------------------------
+
+
+async def test_get_call_of_another_organization_is_404(app, client):
+    mine = await make_org(app, "mine")
+    theirs = await make_org(app, "theirs")
+    [call_id] = (await load(app, theirs, {"calls": [{"to_number": "+1415"}]}))["calls"]
+    response = await client.get(f"/v1/calls/{call_id}", headers=mine.headers)
+    error = assert_status_error(response, 404)
+    missing = await client.get(f"/v1/calls/{uuid.uuid4()}", headers=mine.headers)
+    assert missing.json() == error
+
+
+async def test_get_call_malformed_uuid_is_422_status_shape(app, client):
+    org = await make_org(app)
+    response = await client.get("/v1/calls/not-a-uuid'--", headers=org.headers)
+    assert_status_error(response, 422)
+
+
+# --- GET /calls ----------------------------------------------------------------------------
+
+
+async def test_list_calls_newest_first_paginated_and_filtered(app, client):
+    org = await make_org(app)
+    other = await make_org(app, "other")
+    await load(app, other, {"calls": [{"created_at": stamp(99)}]})
+    await load(
+        app,
+        org,
+        {
+            "calls": [
+                {"created_at": stamp(1), "status": "completed", "direction": "inbound"},
+                {"created_at": stamp(3), "status": "enqueued", "direction": "outbound"},
+                {"created_at": stamp(2), "status": "completed", "direction": "outbound"},
+            ]
+        },
+    )
+    page1 = (await client.get("/v1/calls?page_size=2", headers=org.headers)).json()
+    assert page1["total_count"] == 3 and page1["total_pages"] == 2 and page1["page"] == 1
+    assert [c["created_at"][:19] for c in page1["calls"]] == [stamp(3)[:19], stamp(2)[:19]]
+    assert list(page1["calls"][0]) == CALL_FIELDS
+    page2 = (await client.get("/v1/calls?page_size=2&page=2", headers=org.headers)).json()
+    assert [c["created_at"][:19] for c in page2["calls"]] == [stamp(1)[:19]]
+
+    completed = (await client.get("/v1/calls?status=completed", headers=org.headers)).json()
+    assert completed["total_count"] == 2
+    inbound = (await client.get("/v1/calls?direction=inbound", headers=org.headers)).json()
+    assert inbound["total_count"] == 1
+    window = await client.get(
+        "/v1/calls",
+        params={"created_after": stamp(1), "created_before": stamp(3)},
+        headers=org.headers,
+    )
+    assert [c["created_at"][:19] for c in window.json()["calls"]] == [stamp(2)[:19]]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "page=0",
+        "page_size=101",
+        "page_size=abc",
+        "status=unknown",
+        "direction=up",
+        "created_after=x",
+    ],
+)
+async def test_list_calls_bad_query_is_422_status_shape(app, client, query):
+    org = await make_org(app)
+    assert_status_error(await client.get(f"/v1/calls?{query}", headers=org.headers), 422)
+
+
+# --- Fixture section -----------------------------------------------------------------------
+
+
+async def test_fixture_calls_keep_every_field(app, client):
+    org = await make_org(app)
+    call_id = "5a0b0c0d-0000-4000-8000-000000000001"
+    document = {
+        **BASICS,
+        "calls": [
+            {
+                "id": call_id,
+                "simple_uuid": "5a0b0c0d-0000-4000-8000-000000000002",
+                "from_number": "+14155550123",
+                "to_number": "+14155550199",
+                "status": "completed",
+                "started_at": "2026-01-01T10:00:00Z",
+                "ended_at": "2026-01-01T10:02:05Z",
+                "duration": 125,
+                "created_at": "2026-01-01T09:59:00+01:00",
+                "transcripts": [
+                    {"text": "Hello", "role": "agent", "timestamp": 0.5},
+                    {
+                        "text": "",
+                        "role": "tool",
+                        "timestamp": 3,
+                        "function_name": "lookup",
+                        "arguments": {"id": 7},
+                    },
+                ],
+                "screen_pop_token": "spt_1",
+                "call_prompt": "Be nice",
+                "answered_by": "voicemail",
+                "language": "en-US",
+                "transferred": True,
+                "handoff_metadata": {
+                    "genesys": {
+                        "conversation_id": "c1",
+                        "tenant_name": "t",
+                        "campaign_name": "spring",
+                        "transferred_at": "2026-01-01T10:01:00Z",
+                    }
+                },
+                "direction": "inbound",
+                "tags": [TAG_VIP],
+                "voice_id": VOICE_UUID,
+                "agent_speaks_first": False,
+                "agent_id": AGENT_UUID,
+                "agent_branch": "7d2c6a9e-0000-4000-8000-000000000003",
+                "agent_commit_id": "7d2c6a9e-0000-4000-8000-000000000004",
+                "agent_branch_name": "main",
+                "external_identifiers": {"crm_id": "c-1"},
+                "params": {"order": "A-1"},
+                "cart": {"value": 12, "checkout": {"order_ids": ["o1"]}},
+                "analyzers": [
+                    {
+                        "id": "7d2c6a9e-0000-4000-8000-000000000005",
+                        "prompt": "Booked?",
+                        "output_config": {"type": "object", "properties": {}},
+                    }
+                ],
+                "analysis_results": [
+                    {
+                        "id": "7d2c6a9e-0000-4000-8000-000000000006",
+                        "analyzer_id": "7d2c6a9e-0000-4000-8000-000000000005",
+                        "prompt": "Booked?",
+                        "output_config": {"type": "object"},
+                        "result": {"booked": True},
+                    }
+                ],
+                "summary": "Booked a table",
+                "keyterms": ["table"],
+            }
+        ],
+    }
+    created = await load(app, org, document)
+    assert created["calls"] == [call_id]
+    call = (await client.get(f"/v1/calls/{call_id}", headers=org.headers)).json()["call"]
+    source = document["calls"][0]
+    for field in CALL_FIELDS:
+        if field in ("tags", "created_at", "updated_at", "started_at", "ended_at"):
+            continue
+        if field == "recording_presigned_url":
+            assert call[field] is None
+            continue
+        assert call[field] == source[field], field
+    assert call["created_at"].startswith("2026-01-01T08:59:00")
+    assert call["started_at"].startswith("2026-01-01T10:00:00")
+    assert call["tags"] == [
+        {"id": TAG_VIP, "name": "VIP", "description": "High value", "color": "#d4af37"}
+    ]
+    async with runtime_of(app).db.session(write=False) as session:
+        indexed = await session.scalar(select(func.count()).select_from(CallAttribute))
+    assert indexed == 2
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        pytest.param({"status": "paused"}, "calls[0].status", id="status"),
+        pytest.param({"tags": [TAG_VIP]}, "calls[0].tags", id="unknown-tag"),
+        pytest.param({"agent_id": AGENT_UUID}, "calls[0].agent_id", id="unknown-agent"),
+        pytest.param({"nope": 1}, "calls[0].nope", id="unknown-field"),
+        pytest.param({"params": {"a": "\u0000"}}, "calls[0].params", id="nul"),
+    ],
+)
+async def test_fixture_bad_calls_abort_the_load(app, item, message):
+    from callplane.loader import LoadError
+
+    org = await make_org(app)
+    with pytest.raises(LoadError) as raised:
+        await load(app, org, {"calls": [item]})
+    assert str(raised.value).startswith(message)
+    assert await _count_calls(app, org.id) == 0
