@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from callplane.custom_data import records, service
 from callplane.custom_data.schemas import ColumnIn, TableIn
 from callplane.custom_data.types import INT64_MAX
-from callplane.db import sync_id_sequence
 from callplane.errors import CallplaneError
 from callplane.loader import LoadContext, LoadError, parse_items, section
 
@@ -47,7 +46,6 @@ async def load_tables(context: LoadContext, items: list[Any]) -> list[Any]:
             )
             if item.records:
                 await records.create_records(context.session, table, item.records, keep_ids=True)
-                await sync_id_sequence(context.session, table.table.name)
         except CallplaneError as exc:
             raise LoadError(f"tables[{index}] ({item.name}): {exc.message}") from None
         created.append({"id": table.id, "name": table.name})

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.custom_data.schema import TableSchema, physical_name
 from callplane.custom_data.types import INT64_MAX, TimestampType
+from callplane.db import sync_id_sequence
 from callplane.errors import CallplaneError, Conflict, InvalidInput, NotFound
 from callplane.models.base import utcnow
 
@@ -118,6 +119,9 @@ async def create_records(
         for values in rows:
             stmt = insert(t).values(values).returning(*schema.selectable)
             created.append(record((await _write(session, stmt)).one()))
+            if "id" in values:
+                # PostgreSQL's sequence must move past an explicit id before the next default.
+                await sync_id_sequence(session, t.name)
         return created
     stmt = insert(t).returning(*schema.selectable, sort_by_parameter_order=True)
     try:
