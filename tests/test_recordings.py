@@ -9,7 +9,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
 
-from callplane.models.calls import Call
 from callplane.recordings.urls import call_recording_urls
 from tests.factories import OrgHandle, load, make_org, runtime_of
 from tests.test_external_calls_data import CALL, LEG_1, LEG_2, external_call, leg, wav
@@ -290,18 +289,12 @@ async def test_generated_signing_key_is_shared_by_every_process(make_app, tmp_pa
         assert_status_error(await c3.get(url), 403)
 
 
-async def add_call(app, org: OrgHandle, call_id: uuid.UUID) -> None:
-    async with runtime_of(app).db.session(write=True) as session:
-        session.add(Call(organization_id=org.id, id=call_id, status="completed"))
-        await session.commit()
-
-
 async def test_call_recording_urls_one_query_for_many_calls(app, client):
     org = await make_org(app)
     other = await make_org(app, "Other")
     with_audio, hidden, without = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-    for call_id in (with_audio, hidden, without):
-        await add_call(app, org, call_id)
+    calls = [{"id": str(c), "status": "completed"} for c in (with_audio, hidden, without)]
+    await load(app, org, {"calls": calls})
     first, second = str(uuid.uuid4()), str(uuid.uuid4())
     await load(
         app,
@@ -347,3 +340,29 @@ async def test_call_recordings_need_an_existing_call(app):
         await load(
             app, org, {"call_recordings": [{"call_id": str(uuid.uuid4()), "audio_base64": "eA=="}]}
         )
+
+
+async def test_call_resource_carries_its_recording_url(app, client):
+    """GET /v1/calls/{uuid} signs its recording with the same signer (DESIGN §7)."""
+    org = await make_org(app)
+    other = await make_org(app, "Other")
+    call_id, bare_id = str(uuid.uuid4()), str(uuid.uuid4())
+    await load(
+        app,
+        org,
+        {
+            "calls": [{"id": call_id, "status": "completed"}, {"id": bare_id}],
+            "call_recordings": [
+                {"call_id": call_id, "file_name": "call.wav", "audio_base64": "UklGRgAA"}
+            ],
+        },
+    )
+    body = (await client.get(f"/v1/calls/{call_id}", headers=org.headers)).json()
+    url = body["call"]["recording_presigned_url"]
+    assert url.startswith(f"{PUBLIC}/v1/recordings/")
+    response = await client.get(url.removeprefix(PUBLIC))
+    assert response.status_code == 200 and response.content == b"RIFF\x00\x00"
+    bare = (await client.get(f"/v1/calls/{bare_id}", headers=org.headers)).json()
+    assert bare["call"]["recording_presigned_url"] is None
+    # The call (and so its recording) of another organization stays invisible.
+    assert (await client.get(f"/v1/calls/{call_id}", headers=other.headers)).status_code == 404
