@@ -21,7 +21,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import unquote, urlsplit
 
 from callplane.settings import Settings
@@ -100,21 +100,34 @@ class LocalStorage(Storage):
 
     async def read(self, key: str, start: int, end: int) -> AsyncIterator[bytes]:
         path = self._path(key)
+        remaining = end - start + 1
         try:
-            handle = await asyncio.to_thread(path.open, "rb")
+            # Open, seek and first read in one trip to the thread pool: most recordings are
+            # served in a chunk or two, so the trips are what a request costs.
+            handle, chunk = await asyncio.to_thread(
+                self._open_at, path, start, min(_CHUNK, remaining)
+            )
         except OSError as exc:
             raise StorageError(f"no object {key}") from exc
         try:
-            await asyncio.to_thread(handle.seek, start)
-            remaining = end - start + 1
-            while remaining > 0:
-                chunk = await asyncio.to_thread(handle.read, min(_CHUNK, remaining))
-                if not chunk:
-                    break
+            while chunk:
                 remaining -= len(chunk)
                 yield chunk
+                if remaining <= 0:
+                    break
+                chunk = await asyncio.to_thread(handle.read, min(_CHUNK, remaining))
         finally:
             handle.close()
+
+    @staticmethod
+    def _open_at(path: Path, start: int, size: int) -> tuple[BinaryIO, bytes]:
+        handle = path.open("rb")
+        try:
+            handle.seek(start)
+            return handle, handle.read(size)
+        except BaseException:
+            handle.close()
+            raise
 
     async def delete(self, key: str) -> None:
         await asyncio.to_thread(self._path(key).unlink, True)
