@@ -127,6 +127,7 @@ async def create_records(
     try:
         result = await session.execute(stmt, rows)
     except IntegrityError as exc:
+        await session.rollback()
         raise integrity_error(exc) from None
     return [record(r) for r in result]
 
@@ -135,6 +136,10 @@ async def _write(session: AsyncSession, stmt: Any, deleting: bool = False) -> An
     try:
         return await session.execute(stmt)
     except IntegrityError as exc:
+        # Roll back here, not only in the request's unit of work: a batch may have written rows
+        # before the failing one (SQLite runs it as several statements), and the error is
+        # rendered before the unit of work sees it.
+        await session.rollback()
         raise integrity_error(exc, deleting=deleting) from None
 
 

@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 
 from sqlalchemy import JSON, BigInteger, Boolean, Float, Integer, Text
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.types import TypeEngine
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from callplane.errors import InvalidInput
 from callplane.models.base import UTCDateTime
@@ -102,11 +103,22 @@ class ReferenceType(IntegerType):
         return RecordId
 
 
+class _Float(TypeDecorator[float]):
+    """A double that always reads back as a float: SQLite's RETURNING hands back an integral
+    REAL (3.0) as an integer."""
+
+    impl = Float()
+    cache_ok = True
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> float | None:
+        return None if value is None else float(value)
+
+
 class FloatType(ColumnType):
     name = "FLOAT"
 
     def sql_type(self) -> TypeEngine[Any]:
-        return Float()
+        return _Float()
 
     def validate(self, column: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int | float):
