@@ -366,3 +366,11 @@ async def test_call_resource_carries_its_recording_url(app, client):
     assert bare["call"]["recording_presigned_url"] is None
     # The call (and so its recording) of another organization stays invisible.
     assert (await client.get(f"/v1/calls/{call_id}", headers=other.headers)).status_code == 404
+
+
+async def test_openapi_describes_the_routes(client):
+    # Also fails on a duplicate operation id (warnings are errors in this suite).
+    paths = (await client.get("/v1/openapi.json")).json()["paths"]
+    audio = paths["/v1/recordings/{recording_id}/audio"]["get"]
+    assert {"200", "206", "403", "404", "416"} <= set(audio["responses"])
+    assert "/v1/external_calls/{uuid}" in paths and "/v1/external_calls" in paths
