@@ -24,13 +24,13 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import ColumnElement, Row, Table, and_, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, Row, Table, and_, bindparam, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.db import dialect_insert
 from callplane.errors import Conflict, InvalidInput, NotFound
 from callplane.http.pagination import count, offset
-from callplane.models.base import utcnow
+from callplane.models.base import UTCDateTime, utcnow
 from callplane.models.contacts import Contact
 
 DATA_MAX_BYTES = 65_536
@@ -161,11 +161,74 @@ def _utf8_size(text: str) -> int:
 
 
 # --- queries ----------------------------------------------------------------------------------
+#
+# The statements of the per-request paths are built once, with bound parameters, so a request
+# only binds values (building SQLAlchemy expressions costs more than running the query here).
 
 
-def _live(now: datetime) -> ColumnElement[bool]:
+def _live(now: Any) -> ColumnElement[bool]:
     """Data a reader can see: present and not expired (expired data reads as absent)."""
     return and_(_c.data.is_not(None), or_(_c.expires_at.is_(None), _c.expires_at > now))
+
+
+_NOW = bindparam("p_now", type_=UTCDateTime())
+_THIS_CONTACT = and_(
+    _c.organization_id == bindparam("p_org"), _c.identifier == bindparam("p_identifier")
+)
+_LIVE = _live(_NOW)
+
+_GET = select(_c.data, _c.revision, _c.expires_at).where(_THIS_CONTACT, _LIVE)
+
+_DELETE = (
+    update(_contacts)
+    .where(_THIS_CONTACT, _LIVE)
+    .values(data=None, expires_at=None, updated_at=_NOW)
+    .returning(_c.revision)
+)
+
+# expectedRevision > 0: only an existing, readable record at exactly that revision is replaced.
+_REPLACE_EXPECTED = (
+    update(_contacts)
+    .where(_THIS_CONTACT, _c.revision == bindparam("p_expected"), _LIVE)
+    .values(
+        data=bindparam("p_data"),
+        revision=_c.revision + 1,
+        expires_at=bindparam("p_expires_at", type_=UTCDateTime()),
+        updated_at=_NOW,
+    )
+    .returning(_c.revision)
+)
+
+#: Per dialect: (the PUT upsert, the same only when nothing is readable: expectedRevision 0).
+_UPSERTS: dict[str, tuple[Any, Any]] = {}
+
+
+def _upserts(session: AsyncSession) -> tuple[Any, Any]:
+    dialect = session.get_bind().dialect.name
+    if dialect not in _UPSERTS:
+        insert = dialect_insert(session, _contacts).values(
+            organization_id=bindparam("p_org"),
+            identifier=bindparam("p_identifier"),
+            data=bindparam("p_data"),
+            revision=1,
+            expires_at=bindparam("p_expires_at", type_=UTCDateTime()),
+            created_at=_NOW,
+            updated_at=_NOW,
+        )
+        conflict: dict[str, Any] = {
+            "index_elements": [_c.organization_id, _c.identifier],
+            "set_": {
+                "data": insert.excluded.data,
+                "revision": _c.revision + 1,
+                "expires_at": insert.excluded.expires_at,
+                "updated_at": insert.excluded.updated_at,
+            },
+        }
+        _UPSERTS[dialect] = (
+            insert.on_conflict_do_update(**conflict).returning(_c.revision),
+            insert.on_conflict_do_update(**conflict, where=~_LIVE).returning(_c.revision),
+        )
+    return _UPSERTS[dialect]
 
 
 def remaining_ttl(expires_at: datetime | None, now: datetime) -> int | None:
@@ -190,48 +253,22 @@ async def put_contact_data(
     expires_at = None
     if write.ttl_seconds is not None:
         expires_at = now + timedelta(seconds=write.ttl_seconds)
+    params = {
+        "p_org": organization_id,
+        "p_identifier": identifier,
+        "p_data": write.data_json,
+        "p_expires_at": expires_at,
+        "p_now": now,
+    }
     expected = write.expected_revision
-    statement: Any
-    if expected is not None and expected > 0:
-        # Only an existing, readable record at exactly that revision may be replaced.
-        statement = (
-            update(_contacts)
-            .where(
-                _c.organization_id == organization_id,
-                _c.identifier == identifier,
-                _c.revision == expected,
-                _live(now),
-            )
-            .values(
-                data=write.data_json,
-                revision=_c.revision + 1,
-                expires_at=expires_at,
-                updated_at=now,
-            )
-            .returning(_c.revision)
-        )
+    if expected is None:
+        statement = _upserts(session)[0]
+    elif expected == 0:
+        statement = _upserts(session)[1]
     else:
-        insert = dialect_insert(session, _contacts).values(
-            organization_id=organization_id,
-            identifier=identifier,
-            data=write.data_json,
-            revision=1,
-            expires_at=expires_at,
-            created_at=now,
-            updated_at=now,
-        )
-        statement = insert.on_conflict_do_update(
-            index_elements=[_c.organization_id, _c.identifier],
-            set_={
-                "data": insert.excluded.data,
-                "revision": _c.revision + 1,
-                "expires_at": insert.excluded.expires_at,
-                "updated_at": insert.excluded.updated_at,
-            },
-            # expectedRevision 0: only when nothing is readable (a fresh row is inserted above).
-            where=None if expected is None else ~_live(now),
-        ).returning(_c.revision)
-    row = (await session.execute(statement)).first()
+        statement = _REPLACE_EXPECTED
+        params["p_expected"] = expected
+    row = (await session.execute(statement, params)).first()
     if row is None:
         raise Conflict("expectedRevision does not match the stored revision")
     return StoredData(identifier, write.data_json, row.revision, expires_at)
@@ -240,14 +277,8 @@ async def put_contact_data(
 async def get_contact_data(
     session: AsyncSession, organization_id: int, identifier: str, *, now: datetime | None = None
 ) -> StoredData:
-    now = now or utcnow()
-    row = (
-        await session.execute(
-            select(_c.data, _c.revision, _c.expires_at).where(
-                _c.organization_id == organization_id, _c.identifier == identifier, _live(now)
-            )
-        )
-    ).first()
+    params = {"p_org": organization_id, "p_identifier": identifier, "p_now": now or utcnow()}
+    row = (await session.execute(_GET, params)).first()
     if row is None:
         raise NotFound("Contact data not found")
     return StoredData(identifier, row.data, row.revision, row.expires_at)
@@ -257,16 +288,8 @@ async def delete_contact_data(
     session: AsyncSession, organization_id: int, identifier: str, *, now: datetime | None = None
 ) -> None:
     """Clear the data; the contact row and its revision counter remain (DESIGN §5)."""
-    now = now or utcnow()
-    deleted = (
-        await session.execute(
-            update(_contacts)
-            .where(_c.organization_id == organization_id, _c.identifier == identifier, _live(now))
-            .values(data=None, expires_at=None, updated_at=now)
-            .returning(_c.revision)
-        )
-    ).first()
-    if deleted is None:
+    params = {"p_org": organization_id, "p_identifier": identifier, "p_now": now or utcnow()}
+    if (await session.execute(_DELETE, params)).first() is None:
         raise NotFound("Contact data not found")
 
 
