@@ -50,62 +50,61 @@ def _columns(*columns):
     return {"name": "t", "columns": list(columns)}
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        pytest.param({**CUSTOMERS, "name": "tables"}, id="reserved-name"),
-        pytest.param({**CUSTOMERS, "name": "has space"}, id="name-space"),
-        pytest.param({**CUSTOMERS, "name": "naïve"}, id="name-unicode"),
-        pytest.param({**CUSTOMERS, "name": "x" * 64}, id="name-64-chars"),
-        pytest.param({**CUSTOMERS, "name": ""}, id="name-empty"),
-        pytest.param({**CUSTOMERS, "name": 5}, id="name-not-string"),
-        pytest.param({"name": "t"}, id="columns-missing"),
-        pytest.param({"name": "t", "columns": []}, id="columns-empty"),
-        pytest.param(_columns({"name": "Name", "type": "TEXT"}), id="column-uppercase"),
-        pytest.param(_columns({"name": "1a", "type": "TEXT"}), id="column-leading-digit"),
-        pytest.param(_columns({"name": "a" * 64, "type": "TEXT"}), id="column-64-chars"),
-        pytest.param(_columns({"name": 'a"; drop', "type": "TEXT"}), id="column-injection"),
-        pytest.param(_columns({"name": "id", "type": "TEXT"}), id="column-managed-id"),
-        pytest.param(_columns({"name": "created_at", "type": "TEXT"}), id="column-managed-ts"),
-        pytest.param(_columns({"name": "per_page", "type": "TEXT"}), id="column-list-param"),
-        pytest.param(_columns({"name": "sort_by", "type": "TEXT"}), id="column-sort-param"),
-        pytest.param(
-            _columns({"name": "a", "type": "TEXT"}, {"name": "a", "type": "INTEGER"}),
-            id="column-duplicate",
-        ),
-        pytest.param(_columns({"name": "a", "type": "VARCHAR"}), id="type-unknown"),
-        pytest.param(_columns({"name": "a"}), id="type-missing"),
-        pytest.param(_columns({"name": "a", "type": "TEXT", "required": "yes"}), id="required-str"),
-        pytest.param(_columns({"name": "a", "type": "TEXT", "unique": 1}), id="unique-int"),
-        pytest.param(
-            _columns({"name": "a", "type": "INTEGER", "references": "nowhere"}),
-            id="references-unknown",
-        ),
-        pytest.param(
-            _columns({"name": "a", "type": "TEXT", "references": "t"}), id="references-not-int"
-        ),
-        pytest.param(
-            {**_columns({"name": "a", "type": "TEXT"}), "indexes": [["b"]]}, id="ix-unknown"
-        ),
-        pytest.param({**_columns({"name": "a", "type": "TEXT"}), "indexes": [[]]}, id="ix-empty"),
-        pytest.param(
-            {**_columns({"name": "a", "type": "TEXT"}), "indexes": [["a", "a"]]}, id="ix-duplicate"
-        ),
-        pytest.param(
-            {
-                "name": "t",
-                "columns": [{"name": f"c{i}", "type": "TEXT"} for i in range(9)],
-                "indexes": [[f"c{i}" for i in range(9)]],
-            },
-            id="ix-9-columns",
-        ),
-        pytest.param({**_columns({"name": "a", "type": "TEXT"}), "indexes": "a"}, id="ix-not-list"),
-    ],
-)
-async def test_invalid_table_definitions_are_422_and_create_nothing(app, client, body):
+INVALID_DEFINITIONS = [
+    pytest.param({**CUSTOMERS, "name": "tables"}, id="reserved-name"),
+    pytest.param({**CUSTOMERS, "name": "has space"}, id="name-space"),
+    pytest.param({**CUSTOMERS, "name": "naïve"}, id="name-unicode"),
+    pytest.param({**CUSTOMERS, "name": "x" * 64}, id="name-64-chars"),
+    pytest.param({**CUSTOMERS, "name": ""}, id="name-empty"),
+    pytest.param({**CUSTOMERS, "name": 5}, id="name-not-string"),
+    pytest.param({"name": "t"}, id="columns-missing"),
+    pytest.param({"name": "t", "columns": []}, id="columns-empty"),
+    pytest.param(_columns({"name": "Name", "type": "TEXT"}), id="column-uppercase"),
+    pytest.param(_columns({"name": "1a", "type": "TEXT"}), id="column-leading-digit"),
+    pytest.param(_columns({"name": "a" * 64, "type": "TEXT"}), id="column-64-chars"),
+    pytest.param(_columns({"name": 'a"; drop', "type": "TEXT"}), id="column-injection"),
+    pytest.param(_columns({"name": "id", "type": "TEXT"}), id="column-managed-id"),
+    pytest.param(_columns({"name": "created_at", "type": "TEXT"}), id="column-managed-ts"),
+    pytest.param(_columns({"name": "per_page", "type": "TEXT"}), id="column-list-param"),
+    pytest.param(_columns({"name": "sort_by", "type": "TEXT"}), id="column-sort-param"),
+    pytest.param(
+        _columns({"name": "a", "type": "TEXT"}, {"name": "a", "type": "INTEGER"}),
+        id="column-duplicate",
+    ),
+    pytest.param(_columns({"name": "a", "type": "VARCHAR"}), id="type-unknown"),
+    pytest.param(_columns({"name": "a"}), id="type-missing"),
+    pytest.param(_columns({"name": "a", "type": "TEXT", "required": "yes"}), id="required-str"),
+    pytest.param(_columns({"name": "a", "type": "TEXT", "unique": 1}), id="unique-int"),
+    pytest.param(
+        _columns({"name": "a", "type": "INTEGER", "references": "nowhere"}),
+        id="references-unknown",
+    ),
+    pytest.param(
+        _columns({"name": "a", "type": "TEXT", "references": "t"}), id="references-not-int"
+    ),
+    pytest.param({**_columns({"name": "a", "type": "TEXT"}), "indexes": [["b"]]}, id="ix-unknown"),
+    pytest.param({**_columns({"name": "a", "type": "TEXT"}), "indexes": [[]]}, id="ix-empty"),
+    pytest.param(
+        {**_columns({"name": "a", "type": "TEXT"}), "indexes": [["a", "a"]]}, id="ix-duplicate"
+    ),
+    pytest.param(
+        {
+            "name": "t",
+            "columns": [{"name": f"c{i}", "type": "TEXT"} for i in range(9)],
+            "indexes": [[f"c{i}" for i in range(9)]],
+        },
+        id="ix-9-columns",
+    ),
+    pytest.param({**_columns({"name": "a", "type": "TEXT"}), "indexes": "a"}, id="ix-not-list"),
+    pytest.param([CUSTOMERS], id="not-object"),
+]
+
+
+async def test_invalid_table_definitions_are_422_and_create_nothing(app, client):
     org = await make_org(app)
-    response = await client.post("/v1/data/tables", json=body, headers=org.headers)
-    assert_status_error(response, 422)
+    for case in INVALID_DEFINITIONS:
+        response = await client.post("/v1/data/tables", json=case.values[0], headers=org.headers)
+        assert_status_error(response, 422)
     assert (await client.get("/v1/data/tables", headers=org.headers)).json() == {"tables": []}
 
 

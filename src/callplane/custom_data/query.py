@@ -8,7 +8,9 @@ descending; ties broken by id in the same direction; ``total_count`` counts ever
 
 from __future__ import annotations
 
+import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +30,13 @@ MAX_PAGE = 2**31 - 1
 MAX_FILTER_VALUES = 1000
 MAX_FILTERS = 50
 LIST_PARAMETERS = frozenset({"page", "per_page", "sort_by", "sort_direction"})
+_COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq,
+    "lt": operator.lt,
+    "lte": operator.le,
+    "gt": operator.gt,
+    "gte": operator.ge,
+}
 _DIGITS = re.compile(r"\s*[+-]?[0-9]+\s*")
 
 
@@ -183,14 +192,8 @@ def _operator_condition(
     if op == "ne":
         # Rows where the column is null differ from any value, so they match.
         return column.is_distinct_from(converted)
-    comparisons: dict[str, ColumnElement[bool]] = {
-        "eq": column == converted,
-        "lt": column < converted,
-        "lte": column <= converted,
-        "gt": column > converted,
-        "gte": column >= converted,
-    }
-    return comparisons[op]
+    compare: ColumnElement[bool] = _COMPARISONS[op](column, converted)
+    return compare
 
 
 async def query_records(
