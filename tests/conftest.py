@@ -129,13 +129,6 @@ def make_settings(database_url: str, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "database_url": database_url,
         "log_level": "warning",
-        "storage_url": overrides.pop("storage_url", None)
-        or "file://"
-        + str(
-            Path(database_url.removeprefix("sqlite:///")).parent / "recordings"
-            if database_url.startswith("sqlite")
-            else Path("/tmp") / f"callplane-recordings-{uuid.uuid4().hex[:8]}"
-        ),
         "signing_key": "test-signing-key",
     }
     values.update(overrides)
@@ -146,7 +139,7 @@ AppFactory = Callable[..., Any]
 
 
 @pytest.fixture
-async def make_app(database_url: str) -> AsyncIterator[AppFactory]:
+async def make_app(database_url: str, tmp_path: Path) -> AsyncIterator[AppFactory]:
     """Build apps with settings overrides: ``app = await make_app(rate_limit="3/minute")``.
 
     Apps built for one test share its database; each is started (lifespan) and stopped.
@@ -155,6 +148,8 @@ async def make_app(database_url: str) -> AsyncIterator[AppFactory]:
 
     async def factory(**overrides: Any) -> FastAPI:
         url = overrides.pop("database_url", database_url)
+        # Apps of one test share its recording storage, as processes of a deployment do.
+        overrides.setdefault("storage_url", f"file://{tmp_path / 'recordings'}")
         app = create_app(make_settings(url, **overrides))
         lifespan = app.router.lifespan_context(app)
         await lifespan.__aenter__()

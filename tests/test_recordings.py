@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import pytest
 
 from callplane.recordings.urls import call_recording_urls
+from tests.conftest import client_for
 from tests.factories import OrgHandle, load, make_org, runtime_of
 from tests.test_external_calls_data import CALL, LEG_1, LEG_2, external_call, leg, wav
 
@@ -374,3 +375,11 @@ async def test_openapi_describes_the_routes(client):
     audio = paths["/v1/recordings/{recording_id}/audio"]["get"]
     assert {"200", "206", "403", "404", "416"} <= set(audio["responses"])
     assert "/v1/external_calls/{uuid}" in paths and "/v1/external_calls" in paths
+
+
+async def test_refused_urls_are_rate_limited_per_address(make_app):
+    app = await make_app(auth_failure_limit="3/minute")
+    bad = "/v1/recordings/5f0c4a9e-1b2d-4c3e-8f4a-0b1c2d3e4f50/audio?expires=9999999999&signature=x"
+    async with client_for(app) as c:
+        statuses = [(await c.get(bad)).status_code for _ in range(4)]
+    assert statuses == [403, 403, 403, 429]

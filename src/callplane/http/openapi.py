@@ -44,10 +44,13 @@ def install(app: FastAPI) -> None:
                 "description": "An API key of your organization: `Authorization: Bearer cp_...`",
             }
         }
-        for path, method in secured_operations(app):
-            operation = schema["paths"].get(path, {}).get(method)
-            if operation is not None:
-                operation["security"] = [{SCHEME: []}]
+        secured = secured_operations(app)
+        for path, operations in schema["paths"].items():
+            for method, operation in operations.items():
+                if (path, method) in secured:
+                    operation["security"] = [{SCHEME: []}]
+                else:  # a public route (signed URLs) never answers 401
+                    operation.get("responses", {}).pop("401", None)
         app.openapi_schema = schema
         return schema
 

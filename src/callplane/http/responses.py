@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import orjson
@@ -23,6 +24,8 @@ def dumps(content: Any) -> bytes:
 def _default(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
+    if isinstance(value, uuid.UUID):  # asyncpg returns a UUID subclass that orjson refuses
+        return str(value)
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 

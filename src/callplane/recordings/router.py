@@ -11,6 +11,7 @@ import uuid
 from typing import Annotated
 
 from fastapi import Header, Query
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
@@ -22,6 +23,7 @@ from callplane.http.routing import family_router
 from callplane.recordings import service
 from callplane.recordings.signing import Forbidden
 from callplane.recordings.storage import StorageError
+from callplane.runtime import Runtime
 
 router = family_router(STATUS, tags=["recordings"])
 
@@ -83,6 +85,28 @@ async def recording_audio(
     expires: Annotated[str | None, Query(description="Expiry, unix seconds")] = None,
     signature: Annotated[str | None, Query(description="HMAC of the URL")] = None,
     range_header: Annotated[str | None, Header(alias="Range")] = None,
+) -> Response:
+    # No key to rate-limit by: refused URLs count against the client's address like failed logins,
+    # so signatures cannot be guessed at speed.
+    address = request.client.host if request.client else "unknown"
+    await runtime.limiter.guard_auth_failures(address)
+    try:
+        return await _serve(
+            recording_id, request, session, runtime, expires, signature, range_header
+        )
+    except Forbidden:
+        await runtime.limiter.record_auth_failure(address)
+        raise
+
+
+async def _serve(
+    recording_id: str,
+    request: Request,
+    session: AsyncSession,
+    runtime: Runtime,
+    expires: str | None,
+    signature: str | None,
+    range_header: str | None,
 ) -> Response:
     signer = runtime.signer
     signer.check_shape(expires, signature)
