@@ -126,8 +126,30 @@ BODY_CASES = [c for c in CASES if c.has_body]
 @pytest.mark.parametrize("case", BODY_CASES, ids=str)
 @pytest.mark.parametrize(
     "raw",
-    [b"{", b'{"a": }', b"\xff\xfe", b"[1, 2", b"nul"],
-    ids=["unclosed", "bad-value", "not-utf8", "unclosed-array", "bad-literal"],
+    [
+        b"{",
+        b'{"a": }',
+        b"\xff\xfe",
+        b"[1, 2",
+        b"nul",
+        b'{"a": NaN}',
+        b'{"a": -Infinity}',
+        b'{"a": "\\ud800"}',
+        b"[" * 5000 + b"]" * 5000,
+        b'{"a": 1} trailing',
+    ],
+    ids=[
+        "unclosed",
+        "bad-value",
+        "not-utf8",
+        "unclosed-array",
+        "bad-literal",
+        "nan",
+        "infinity",
+        "lone-surrogate",
+        "deep-nesting",
+        "trailing-garbage",
+    ],
 )
 async def test_malformed_json_is_422_in_family_shape(app, client, case: RouteCase, raw) -> None:
     org = await make_org(app)

@@ -7,10 +7,13 @@ of request bodies before FastAPI reads them.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import APIRouter
+import orjson
+from fastapi import APIRouter, HTTPException
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.requests import Request
@@ -61,6 +64,29 @@ def _require_json(request: Request) -> None:
         )
 
 
+_LONG_INTEGER = re.compile(rb"[0-9]{19}")
+
+
+def _parse_json(request: Request, body: bytes) -> None:
+    """Parse a JSON body strictly, before FastAPI does, and hand it the result.
+
+    orjson refuses what the stdlib parser lets through and databases then choke on (NaN and
+    Infinity, lone surrogates, invalid UTF-8) and bounds nesting depth, so all of those are a
+    422 here instead of a 500 or a 400 later. orjson reads integers beyond 64 bits as floats;
+    bodies that may hold one are re-read by the stdlib parser, which keeps them exact.
+    """
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        reason = "nested too deeply" if "depth" in str(exc) else "not valid JSON"
+        raise InvalidInput(
+            f"Request body is {reason}", loc=("body",), type_="json_invalid"
+        ) from None
+    if _LONG_INTEGER.search(body):
+        parsed = json.loads(body)
+    request._json = parsed
+
+
 def _respond(rendered: Rendered) -> Response:
     return json_response(rendered.body, rendered.status_code, rendered.headers)
 
@@ -81,15 +107,19 @@ def family_route_class(family: ErrorFamily) -> type[APIRoute]:
 
             async def handle(request: Request) -> Response:
                 try:
-                    if request.method in _BODY_METHODS:
-                        has_body = await _enforce_body_limit(request)
-                        if has_body:
-                            _require_json(request)
+                    if request.method in _BODY_METHODS and await _enforce_body_limit(request):
+                        _require_json(request)
+                        _parse_json(request, await request.body())
                     return await handler(request)
                 except CallplaneError as exc:
                     return _respond(render_error(family, exc))
                 except RequestValidationError as exc:
                     return _respond(render_validation(family, list(exc.errors())))
+                except HTTPException as exc:
+                    if exc.status_code != 400:  # FastAPI's "error parsing the body"
+                        raise
+                    invalid = InvalidInput("Request body could not be parsed", type_="json_invalid")
+                    return _respond(render_error(family, invalid))
 
             return handle
 
