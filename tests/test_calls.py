@@ -494,3 +494,53 @@ async def test_fixture_bad_calls_abort_the_load(app, item, message):
         await load(app, org, {"calls": [item]})
     assert str(raised.value).startswith(message)
     assert await _count_calls(app, org.id) == 0
+
+
+async def test_demo_documents_load_and_the_readme_examples_answer(app, client):
+    """The calls demo data loads beside the foundation's, and README's lookups find it."""
+    import json
+    from importlib.resources import files
+
+    demo = files("callplane.demo")
+    document = {
+        **json.loads(demo.joinpath("foundation.json").read_text()),
+        **json.loads(demo.joinpath("calls.json").read_text()),
+    }
+    org = await make_org(app)
+    created = await load(app, org, document)
+    assert len(created["calls"]) == 4 and len(created["feedback"]) == 2
+    found = await client.get(
+        "/v1/calls/find_by_attribute",
+        params={"param_key": "account", "param_value": "ACC-42", "fields": "id,duration"},
+        headers=org.headers,
+    )
+    assert found.json() == {
+        "success": True,
+        "call": {"id": "5c0f1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e02", "duration": 280},
+    }
+
+
+async def test_recording_presigned_url_is_signed_for_calls_with_a_recording(app, client):
+    org = await make_org(app)
+    with_recording, without = str(uuid.uuid4()), str(uuid.uuid4())
+    await load(
+        app,
+        org,
+        {
+            "calls": [
+                {"id": with_recording, "status": "completed", "created_at": stamp(2)},
+                {"id": without, "status": "completed", "created_at": stamp(1)},
+            ],
+            "call_recordings": [
+                {"call_id": with_recording, "file_name": "call.wav", "audio_base64": "UklGRgAAAAA="}
+            ],
+        },
+    )
+    listed = (await client.get("/v1/calls", headers=org.headers)).json()["calls"]
+    urls = {c["id"]: c["recording_presigned_url"] for c in listed}
+    assert urls[without] is None
+    assert urls[with_recording] and "signature=" in urls[with_recording]
+    one = (await client.get(f"/v1/calls/{with_recording}", headers=org.headers)).json()
+    assert (
+        one["call"]["recording_presigned_url"].split("?")[0] == urls[with_recording].split("?")[0]
+    )

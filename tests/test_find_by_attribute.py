@@ -391,3 +391,10 @@ async def test_invalid_utf8_in_the_query_never_500(app, client, org):
     )
     assert response.status_code in (404, 422), response.text
     assert response.json()["success"] is False
+
+
+async def test_empty_fields_value_returns_the_full_call(app, client, org):
+    await load(app, org, {"calls": [_call(1, {"k": "v"})]})
+    for fields in ("", " , ,"):
+        response = await _find(client, org, param_key="k", param_value="v", fields=fields)
+        assert list(response.json()["call"]) == CALL_FIELDS
