@@ -163,7 +163,7 @@ MATRIX = [
     ("FLOAT", -0.25, -0.25),
     ("FLOAT", True, None),
     ("FLOAT", "1.5", None),
-    ("FLOAT", 10**400, None),
+    ("FLOAT", 10**300, 1e300),
     ("BOOLEAN", True, True),
     ("BOOLEAN", False, False),
     ("BOOLEAN", 1, None),
