@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
+from sqlalchemy import func, select
+
+from callplane.models.calls import Call
+from tests.factories import runtime_of
 
 #: Every field of SPEC's Call table, in its order.
 CALL_FIELDS = [
@@ -96,3 +101,11 @@ def assert_detail_message(response: httpx.Response, status: int) -> str:
     assert set(body) == {"detail"} and isinstance(body["detail"], str)
     message: str = body["detail"]
     return message
+
+
+async def count_calls(app: FastAPI, org_id: int) -> int:
+    async with runtime_of(app).db.session(write=False) as session:
+        counted = await session.scalar(
+            select(func.count()).select_from(Call).where(Call.organization_id == org_id)
+        )
+        return int(counted or 0)

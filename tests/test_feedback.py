@@ -213,6 +213,7 @@ async def test_feedback_of_a_call_without_any_is_empty(app, client, org):
         pytest.param({"comment": "c", "transcript_index": 2}, "transcript_index", id="past-end"),
         pytest.param({"comment": "c", "transcript_index": "1"}, "transcript_index", id="string"),
         pytest.param({"comment": "c", "transcript_index": 1.5}, "transcript_index", id="float"),
+        pytest.param({"comment": "c", "transcript_index": 10**12}, "transcript_index", id="huge"),
     ],
 )
 async def test_invalid_feedback_is_422_detail_list(app, client, org, body, field):

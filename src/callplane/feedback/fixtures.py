@@ -34,7 +34,7 @@ class FeedbackItem(BaseModel):
 
     uuid: UUID | None = None
     call_id: UUID
-    transcript_index: int | None = Field(default=None, ge=0)
+    transcript_index: int | None = Field(default=None, ge=0, le=2**31 - 1)
     comment: Annotated[SafeStr, StringConstraints(max_length=10_000)] | None = None
     resolved: bool = False
     resolved_at: datetime | None = None

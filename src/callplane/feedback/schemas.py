@@ -35,7 +35,7 @@ class FeedbackEntry(BaseModel):
 class FeedbackCreate(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    transcript_index: int | None = Field(default=None, ge=0, strict=True)
+    transcript_index: int | None = Field(default=None, ge=0, le=2**31 - 1, strict=True)
     comment: Annotated[SafeStr, StringConstraints(min_length=1, max_length=10_000)]
 
 
