@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -218,6 +219,7 @@ async def measure(
 async def main(args: argparse.Namespace) -> None:
     sizes = sorted(int(s) for s in args.sizes.split(","))
     admin_db: str | None = None
+    scratch: str | None = None
     if args.backend == "postgresql":
         import asyncpg
         from sqlalchemy.engine import make_url
@@ -228,10 +230,13 @@ async def main(args: argparse.Namespace) -> None:
         await admin.close()
         url = make_url(args.postgres_url).set(database=admin_db).render_as_string(False)
     else:
-        url = f"sqlite:///{tempfile.mkdtemp(prefix='callplane-bench-')}/bench.db"
+        scratch = tempfile.mkdtemp(prefix="callplane-bench-")
+        url = f"sqlite:///{scratch}/bench.db"
     try:
         await run(args, sizes, url)
     finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
         if admin_db:
             import asyncpg
 
