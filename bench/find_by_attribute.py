@@ -230,7 +230,7 @@ async def main(args: argparse.Namespace) -> None:
         await admin.close()
         url = make_url(args.postgres_url).set(database=admin_db).render_as_string(False)
     else:
-        scratch = tempfile.mkdtemp(prefix="callplane-bench-")
+        scratch = tempfile.mkdtemp(prefix="callplane-bench-find-")
         url = f"sqlite:///{scratch}/bench.db"
     try:
         await run(args, sizes, url)
