@@ -1,12 +1,12 @@
 """Dependencies every router uses: the unit of work and the calling organization.
 
-``SessionDep`` is one session per request, committed when the endpoint returns and before the
-response is sent (function scope), rolled back on any error. Services flush, never commit.
+``SessionDep`` is one session per request. The family route class (``http.routing``) commits it
+when the handler returns, before the response is sent, and rolls it back when anything is raised.
+Services flush, never commit.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends
@@ -25,20 +25,38 @@ def get_runtime(request: Request) -> Runtime:
     return runtime
 
 
-async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
-    runtime: Runtime = request.app.state.runtime
-    session = runtime.db.session(write=request.method not in _READ_METHODS)
+_SESSION = "callplane.session"
+
+
+async def get_session(request: Request) -> AsyncSession:
+    """The request's session, opened on first use. ``end_unit_of_work`` commits or discards it."""
+    session: AsyncSession | None = request.scope.get(_SESSION)
+    if session is None:
+        runtime: Runtime = request.app.state.runtime
+        session = runtime.db.session(write=request.method not in _READ_METHODS)
+        request.scope[_SESSION] = session
+    return session
+
+
+async def end_unit_of_work(request: Request, *, commit: bool) -> None:
+    """Commit (the handler succeeded) or roll back (it raised), then release the connection.
+
+    Called by the family route class around the whole handler, so a domain error raised after a
+    write can never leave that write behind, and the commit happens before the response is sent.
+    """
+    session: AsyncSession | None = request.scope.pop(_SESSION, None)
+    if session is None:
+        return
     try:
-        yield session
-        await session.commit()
-    except BaseException:
-        await session.rollback()
-        raise
+        if commit:
+            await session.commit()
+        else:
+            await session.rollback()
     finally:
         await session.close()
 
 
-SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+SessionDep = Annotated[AsyncSession, Depends(get_session)]
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from callplane.errors import CallplaneError, InvalidInput, PayloadTooLarge
+from callplane.http.deps import end_unit_of_work
 from callplane.http.families import ErrorFamily, Rendered, render_error, render_validation
 from callplane.http.responses import JSONResponse, json_response
 
@@ -110,16 +111,25 @@ def family_route_class(family: ErrorFamily) -> type[APIRoute]:
                     if request.method in _BODY_METHODS and await _enforce_body_limit(request):
                         _require_json(request)
                         _parse_json(request, await request.body())
-                    return await handler(request)
+                    response = await handler(request)
                 except CallplaneError as exc:
-                    return _respond(render_error(family, exc))
+                    rendered = render_error(family, exc)
                 except RequestValidationError as exc:
-                    return _respond(render_validation(family, list(exc.errors())))
+                    rendered = render_validation(family, list(exc.errors()))
                 except HTTPException as exc:
+                    await end_unit_of_work(request, commit=False)
                     if exc.status_code != 400:  # FastAPI's "error parsing the body"
                         raise
                     invalid = InvalidInput("Request body could not be parsed", type_="json_invalid")
-                    return _respond(render_error(family, invalid))
+                    rendered = render_error(family, invalid)
+                except BaseException:
+                    await end_unit_of_work(request, commit=False)
+                    raise
+                else:
+                    await end_unit_of_work(request, commit=True)
+                    return response
+                await end_unit_of_work(request, commit=False)
+                return _respond(rendered)
 
             return handle
 
