@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.custom_data.records import record
@@ -80,27 +80,53 @@ def _nullable(schema: TableSchema, name: str) -> bool:
     return spec is not None and not spec.required
 
 
-async def run_list(
-    session: AsyncSession, schema: TableSchema, conditions: list[Any], p: Paging
-) -> dict[str, Any]:
+def _order(schema: TableSchema, p: Paging, dialect: str) -> list[Any]:
     t = schema.table
-    where = [t.c.organization_id == schema.organization_id, *conditions]
-    total = await session.scalar(select(func.count()).select_from(t).where(*where))
     sort = t.c[p.sort_by]
     key = sort.asc() if p.ascending else sort.desc()
-    tie = t.c.id.asc() if p.ascending else t.c.id.desc()
     # Same NULL position on both backends (SQLite's: first ascending, last descending); the
     # PostgreSQL indexes of nullable columns are built in this order.
-    if session.get_bind().dialect.name == "postgresql" and _nullable(schema, p.sort_by):
+    if dialect == "postgresql" and _nullable(schema, p.sort_by):
         key = key.nulls_first() if p.ascending else key.nulls_last()
-    order = [key] if p.sort_by == "id" else [key, tie]
+    if p.sort_by == "id":
+        return [key]
+    return [key, t.c.id.asc() if p.ascending else t.c.id.desc()]
+
+
+async def run_list(
+    session: AsyncSession,
+    schema: TableSchema,
+    p: Paging,
+    conditions: list[Any],
+    params: dict[str, Any],
+    shape: Any = None,
+) -> dict[str, Any]:
+    """Count and page. ``shape`` (hashable, or None when the conditions are one-off) names the
+    statements' structure, so the same list request reuses built statements."""
+    t = schema.table
+    dialect = session.get_bind().dialect.name
+    where = [t.c.organization_id == bindparam("org"), *conditions]
+    params = {**params, "org": schema.organization_id}
+
+    def counting() -> Any:
+        return select(func.count()).select_from(t).where(*where)
+
+    def paging_query() -> Any:
+        query = select(*schema.selectable).where(*where).order_by(*_order(schema, p, dialect))
+        return query.limit(bindparam("limit")).offset(bindparam("offset"))
+
+    if shape is None:
+        count_query, page_query = counting(), paging_query()
+    else:
+        count_query = schema.statement(("count", shape), counting)
+        page_query = schema.statement(("page", shape, p.sort_by, p.ascending), paging_query)
+    total = int(await session.scalar(count_query, params) or 0)
     rows: list[dict[str, Any]] = []
     start = offset(p.page, p.per_page)
     if total and start < total:
-        query = select(*schema.selectable).where(*where).order_by(*order)
-        result = await session.execute(query.limit(p.per_page).offset(start))
-        rows = [record(r) for r in result]
-    return {"records": rows, "total_count": int(total or 0), "page": p.page, "per_page": p.per_page}
+        page_params = {**params, "limit": p.per_page, "offset": start}
+        rows = [record(r) for r in await session.execute(page_query, page_params)]
+    return {"records": rows, "total_count": total, "page": p.page, "per_page": p.per_page}
 
 
 async def list_records(
@@ -124,13 +150,23 @@ async def list_records(
     )
     if sum(len(v) for v in grouped.values()) > MAX_FILTER_VALUES:
         raise InvalidInput(f"at most {MAX_FILTER_VALUES} filter values", loc=("query",))
-    conditions = []
-    for name, texts in grouped.items():
+    conditions: list[Any] = []
+    values: dict[str, Any] = {}
+    shape = []
+    for position, (name, texts) in enumerate(sorted(grouped.items())):
         kind = schema.kinds[name]
-        values = list(dict.fromkeys(kind.parse_text(name, text) for text in texts))
+        converted = list(dict.fromkeys(kind.parse_text(name, text) for text in texts))
         column = schema.table.c[name]
-        conditions.append(column == values[0] if len(values) == 1 else column.in_(values))
-    return await run_list(session, schema, conditions, p)
+        many = len(converted) > 1
+        parameter = f"f{position}"
+        if many:
+            conditions.append(column.in_(bindparam(parameter, expanding=True)))
+            values[parameter] = converted
+        else:
+            conditions.append(column == bindparam(parameter))
+            values[parameter] = converted[0]
+        shape.append((name, many))
+    return await run_list(session, schema, p, conditions, values, tuple(shape))
 
 
 def _operator_condition(
@@ -214,4 +250,4 @@ async def query_records(
     )
     dialect = session.get_bind().dialect.name
     conditions = [_operator_condition(schema, i, f, dialect) for i, f in enumerate(filters)]
-    return await run_list(session, schema, conditions, p)
+    return await run_list(session, schema, p, conditions, {})

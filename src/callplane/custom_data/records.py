@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, column, delete, insert, or_, select, table, update
+from sqlalchemy import Row, bindparam, column, delete, insert, or_, select, table, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -154,10 +154,16 @@ def _check_id(record_id: int) -> None:
         raise NotFound("Record not found")
 
 
+def _by_id(schema: TableSchema) -> list[Any]:
+    t = schema.table
+    return [t.c.id == bindparam("rid"), t.c.organization_id == bindparam("org")]
+
+
 async def get_record(session: AsyncSession, schema: TableSchema, record_id: int) -> dict[str, Any]:
     _check_id(record_id)
-    query = select(*schema.selectable).where(*_where_id(schema, record_id))
-    row = (await session.execute(query)).first()
+    query = schema.statement("get", lambda: select(*schema.selectable).where(*_by_id(schema)))
+    params = {"rid": record_id, "org": schema.organization_id}
+    row = (await session.execute(query, params)).first()
     if row is None:
         raise NotFound("Record not found")
     return record(row)
@@ -214,18 +220,32 @@ async def patch_record(
     """PATCH. With ``source_column`` the comparison and the write are one statement:
     ``UPDATE … WHERE id AND (col IS NULL OR col < :supplied) RETURNING …``."""
     values = clean_values(schema, body, partial=True)
-    conditions = _where_id(schema, record_id)
+    params: dict[str, Any] = {"rid": record_id, "org": schema.organization_id}
     if source_column is not None:
-        supplied = check_source_column(schema, source_column, values)
-        stored = schema.table.c[source_column]
-        conditions.append(or_(stored.is_(None), stored < supplied))
+        params["supplied"] = check_source_column(schema, source_column, values)
     _check_id(record_id)
     if not values:
         return await get_record(session, schema, record_id)
     await check_references(session, schema, [values])
     values["updated_at"] = utcnow()
-    stmt = update(schema.table).where(*conditions).values(values).returning(*schema.selectable)
-    row = (await _write(session, stmt)).first()
+    names = tuple(values)
+    params.update({f"v_{name}": value for name, value in values.items()})
+
+    def build() -> Any:
+        t = schema.table
+        conditions = _by_id(schema)
+        if source_column is not None:
+            stored = t.c[source_column]
+            conditions.append(or_(stored.is_(None), stored < bindparam("supplied")))
+        new_values: dict[Any, Any] = {t.c[name]: bindparam(f"v_{name}") for name in names}
+        return update(t).where(*conditions).values(new_values).returning(*schema.selectable)
+
+    stmt = schema.statement(("patch", names, source_column), build)
+    try:
+        row = (await session.execute(stmt, params)).first()
+    except IntegrityError as exc:
+        await session.rollback()
+        raise integrity_error(exc) from None
     if row is not None:
         return record(row)
     exists = await session.scalar(select(schema.table.c.id).where(*_where_id(schema, record_id)))

