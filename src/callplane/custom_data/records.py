@@ -127,7 +127,6 @@ async def create_records(
     try:
         result = await session.execute(stmt, rows)
     except IntegrityError as exc:
-        await session.rollback()
         raise integrity_error(exc) from None
     return [record(r) for r in result]
 
@@ -136,10 +135,8 @@ async def _write(session: AsyncSession, stmt: Any, deleting: bool = False) -> An
     try:
         return await session.execute(stmt)
     except IntegrityError as exc:
-        # Roll back here, not only in the request's unit of work: a batch may have written rows
-        # before the failing one (SQLite runs it as several statements), and the error is
-        # rendered before the unit of work sees it.
-        await session.rollback()
+        # The request's unit of work rolls back on the raised error, so rows a batch wrote
+        # before the failing one (SQLite runs it as several statements) are undone too.
         raise integrity_error(exc, deleting=deleting) from None
 
 
@@ -244,7 +241,6 @@ async def patch_record(
     try:
         row = (await session.execute(stmt, params)).first()
     except IntegrityError as exc:
-        await session.rollback()
         raise integrity_error(exc) from None
     if row is not None:
         return record(row)

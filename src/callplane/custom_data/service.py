@@ -174,7 +174,6 @@ async def create_table(session: AsyncSession, organization_id: int, body: TableI
         ).one()
     except IntegrityError:
         # Another request created the same name since the check above.
-        await session.rollback()
         raise Conflict(f"A table named {body.name} already exists") from None
     specs = _column_specs(body, references, row.id)
     # The column list names the table's own id when it references itself, so it is written
