@@ -200,3 +200,37 @@ async def test_openapi_documents_the_data_routes(app, client):
         assert path in paths
     assert set(paths["/v1/data/{table_name}/{id}"]) == {"get", "put", "patch", "delete"}
     assert "201" in paths["/v1/data/tables"]["post"]["responses"]
+    conflict = paths["/v1/data/tables/{id}"]["delete"]["responses"]["409"]
+    assert conflict["content"]["application/json"]["schema"]["$ref"].endswith("/StatusError")
+
+
+async def test_sql_keywords_as_column_and_table_names(app, client):
+    org = await make_org(app)
+    columns = [
+        {"name": n, "type": "INTEGER", "indexed": True} for n in ("select", "order", "group")
+    ]
+    columns.append({"name": "from", "type": "TEXT", "unique": True})
+    await create_table(
+        client, org, {"name": "table", "columns": columns, "indexes": [["order", "group"]]}
+    )
+    await insert(
+        client,
+        org,
+        "table",
+        [
+            {"select": 1, "order": 2, "group": 3, "from": "a"},
+            {"select": 2, "order": 1, "from": "b"},
+        ],
+    )
+    body = (
+        await client.get(
+            "/v1/data/table?sort_by=order&sort_direction=asc&select=1&select=2", headers=org.headers
+        )
+    ).json()
+    assert [r["from"] for r in body["records"]] == ["b", "a"] and body["total_count"] == 2
+    queried = await client.post(
+        "/v1/data/table/query",
+        json={"filters": [{"column": "group", "op": "is_null", "value": True}]},
+        headers=org.headers,
+    )
+    assert [r["from"] for r in queried.json()["records"]] == ["b"]

@@ -29,13 +29,13 @@ from callplane.custom_data.schemas import (
     TableOne,
 )
 from callplane.http.deps import CurrentTenant, SessionDep
-from callplane.http.families import STATUS
+from callplane.http.families import STATUS, StatusError
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 
 router = family_router(STATUS, prefix="/data", tags=["custom data"])
 
-_409: dict[int | str, dict[str, Any]] = {409: {"description": "Conflict"}}
+_409: dict[int | str, dict[str, Any]] = {409: {"description": "Conflict", "model": StatusError}}
 RecordBody = Annotated[dict[str, Any], Body(description="values of declared columns")]
 
 
