@@ -385,3 +385,25 @@ async def test_invalid_fixture_tables_change_nothing(app, client, document):
     with pytest.raises(LoadError):
         await load(app, org, document)
     assert (await client.get("/v1/data/tables", headers=org.headers)).json() == {"tables": []}
+
+
+async def test_a_table_dropped_under_a_request_is_404_not_500(app, client):
+    # What a request sees on PostgreSQL when another one drops the table between its catalog
+    # read and its statement; simulated by dropping the real table behind the catalog's back.
+    from sqlalchemy import text
+
+    org = await make_org(app)
+    table = await create_table(client, org)
+    await insert(client, org, "customers", [{"name": "Ada"}])
+    async with runtime_of(app).db.engine.begin() as conn:
+        await conn.execute(text(f'DROP TABLE "udt_{table["id"]}"'))
+    for method, path, body in (
+        ("GET", "/v1/data/customers", None),
+        ("GET", "/v1/data/customers/1", None),
+        ("PATCH", "/v1/data/customers/1", {"score": 1}),
+        ("POST", "/v1/data/customers", {"records": [{"name": "x"}]}),
+        ("POST", "/v1/data/customers/query", {}),
+        ("DELETE", "/v1/data/customers", None),
+    ):
+        response = await client.request(method, path, json=body, headers=org.headers)
+        assert_status_error(response, 404)

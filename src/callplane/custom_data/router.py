@@ -80,7 +80,8 @@ async def create_records(
     table_name: str, body: RecordsIn, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
     table = await schema.find_table(session, tenant.organization_id, table_name)
-    created = await records.create_records(session, table, body.records)
+    with schema.dropped_table_is_not_found():
+        created = await records.create_records(session, table, body.records)
     return json_response({"records": created}, 201)
 
 
@@ -102,7 +103,8 @@ async def query_records(
     tenant: CurrentTenant,
 ) -> Response:
     table = await schema.find_table(session, tenant.organization_id, table_name)
-    return json_response(await query.query_records(session, table, body))
+    with schema.dropped_table_is_not_found():
+        return json_response(await query.query_records(session, table, body))
 
 
 @router.get("/{table_name}", response_model=RecordPage, summary="List records")
@@ -111,7 +113,8 @@ async def list_records(
 ) -> Response:
     table = await schema.find_table(session, tenant.organization_id, table_name)
     params = request.query_params.multi_items()
-    return json_response(await query.list_records(session, table, params))
+    with schema.dropped_table_is_not_found():
+        return json_response(await query.list_records(session, table, params))
 
 
 @router.delete(
@@ -124,7 +127,8 @@ async def delete_all_records(
     table_name: str, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
     table = await schema.find_table(session, tenant.organization_id, table_name)
-    count = await records.delete_all_records(session, table)
+    with schema.dropped_table_is_not_found():
+        count = await records.delete_all_records(session, table)
     return json_response(
         {"success": True, "message": f"Deleted {count} records", "deleted_count": count}
     )
@@ -138,7 +142,8 @@ async def get_record(
     tenant: CurrentTenant,  # noqa: A002
 ) -> Response:
     table = await schema.find_table(session, tenant.organization_id, table_name)
-    return json_response({"record": await records.get_record(session, table, id)})
+    with schema.dropped_table_is_not_found():
+        return json_response({"record": await records.get_record(session, table, id)})
 
 
 @router.put(
@@ -152,7 +157,8 @@ async def replace_record(
     tenant: CurrentTenant,  # noqa: A002
 ) -> Response:
     table = await schema.find_table(session, tenant.organization_id, table_name)
-    return json_response({"record": await records.replace_record(session, table, id, body)})
+    with schema.dropped_table_is_not_found():
+        return json_response({"record": await records.replace_record(session, table, id, body)})
 
 
 @router.patch(
@@ -173,7 +179,8 @@ async def patch_record(
     ] = None,
 ) -> Response:
     table = await schema.find_table(session, tenant.organization_id, table_name)
-    patched = await records.patch_record(session, table, id, body, source_column)
+    with schema.dropped_table_is_not_found():
+        patched = await records.patch_record(session, table, id, body, source_column)
     return json_response({"record": patched})
 
 
@@ -187,5 +194,6 @@ async def delete_record(
     tenant: CurrentTenant,  # noqa: A002
 ) -> Response:
     table = await schema.find_table(session, tenant.organization_id, table_name)
-    await records.delete_record(session, table, id)
+    with schema.dropped_table_is_not_found():
+        await records.delete_record(session, table, id)
     return json_response({"success": True, "message": f"Deleted record {id}"})

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,6 +32,7 @@ from sqlalchemy import (
     bindparam,
     select,
 )
+from sqlalchemy.exc import InternalError, OperationalError, ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -285,6 +287,22 @@ async def list_tables(session: AsyncSession, organization_id: int) -> list[Table
     )
     dialect = session.get_bind().dialect.name
     return [schema_from_row(row, dialect) for row in await session.execute(query)]
+
+
+_MISSING_TABLE = ("no such table", "does not exist", "could not open relation")
+
+
+@contextmanager
+def dropped_table_is_not_found() -> Iterator[None]:
+    """A table dropped by another request between our catalog read and our statement (possible
+    on PostgreSQL, where each statement takes a fresh snapshot) is a missing table, not a 500."""
+    try:
+        yield
+    except (OperationalError, ProgrammingError, InternalError) as exc:
+        code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+        if code == "42P01" or any(text in str(exc.orig).lower() for text in _MISSING_TABLE):
+            raise NotFound("Table not found") from None
+        raise
 
 
 async def create_physical(session: AsyncSession, table: Table) -> None:
