@@ -23,6 +23,8 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.sql import FromClause
 
+from callplane.sqlite_inline import inline_connector
+
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
@@ -57,9 +59,12 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
 
 
 class Database:
-    """The engine pair of one process: ``read`` sessions and ``write`` sessions.
+    """The engines of one process, and sessions for read or write requests.
 
-    On PostgreSQL both share one engine; on SQLite the write sessions begin IMMEDIATE.
+    PostgreSQL: one asyncpg engine. SQLite: ``engine`` (aiosqlite, a driver thread; used for
+    migrations and maintenance) and ``serving_engine``, whose connections run sqlite3 inline on
+    the event loop (``callplane.sqlite_inline``) for the requests themselves; its write sessions
+    begin IMMEDIATE.
     """
 
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
@@ -72,12 +77,20 @@ class Database:
         else:
             kwargs.update(pool_size=pool_size, max_overflow=pool_size)
         self.engine = create_async_engine(dialect_url, **kwargs)
+        self.serving_engine = self.engine
         if self.backend == "sqlite":
             _tune_sqlite(self.engine)
-            self.write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
+            path = make_url(dialect_url).database or ""
+            self.serving_engine = create_async_engine(
+                dialect_url,
+                async_creator=inline_connector(path, SQLITE_BUSY_TIMEOUT_MS),
+                **kwargs,
+            )
+            _tune_sqlite(self.serving_engine)
+            self.write_engine = self.serving_engine.execution_options(sqlite_begin="IMMEDIATE")
         else:
             self.write_engine = self.engine
-        self.read_sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.read_sessions = async_sessionmaker(self.serving_engine, expire_on_commit=False)
         self.write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
 
     def session(self, *, write: bool) -> AsyncSession:
@@ -85,6 +98,8 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+        if self.serving_engine is not self.engine:
+            await self.serving_engine.dispose()
 
 
 def dialect_insert(session: AsyncSession, table: Table | FromClause) -> Any:

@@ -6,7 +6,8 @@
     ├── Conflict              409
     ├── PayloadTooLarge       413
     ├── InvalidInput          422, with the location of the offending input
-    └── RateLimited           429, with the seconds to wait
+    ├── RateLimited           429, with the seconds to wait
+    └── Unavailable           503, with the seconds to wait (e.g. SQLite's write lock timed out)
 
 No web framework is imported here: services stay plain Python.
 """
@@ -57,4 +58,12 @@ class RateLimited(CallplaneError):
 
     def __init__(self, retry_after: int) -> None:
         super().__init__("Rate limit exceeded, retry later")
+        self.retry_after = retry_after
+
+
+class Unavailable(CallplaneError):
+    status_code = 503
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message)
         self.retry_after = retry_after

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from callplane.errors import CallplaneError, InvalidInput, RateLimited, Unauthorized
+from callplane.errors import CallplaneError, InvalidInput, RateLimited, Unauthorized, Unavailable
 
 
 class DetailItem(BaseModel):
@@ -136,6 +136,6 @@ def render_error(family: ErrorFamily, exc: CallplaneError) -> Rendered:
     headers: dict[str, str] = {}
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = "Bearer"
-    elif isinstance(exc, RateLimited):
+    elif isinstance(exc, RateLimited | Unavailable):
         headers["Retry-After"] = str(exc.retry_after)
     return Rendered(exc.status_code, family.body(exc.message, exc.errors), headers)

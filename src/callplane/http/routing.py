@@ -16,10 +16,11 @@ import orjson
 from fastapi import APIRouter, HTTPException
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from sqlalchemy.exc import OperationalError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from callplane.errors import CallplaneError, InvalidInput, PayloadTooLarge
+from callplane.errors import CallplaneError, InvalidInput, PayloadTooLarge, Unavailable
 from callplane.http.deps import end_unit_of_work
 from callplane.http.families import ErrorFamily, Rendered, render_error, render_validation
 from callplane.http.responses import JSONResponse, json_response
@@ -122,6 +123,11 @@ def family_route_class(family: ErrorFamily) -> type[APIRoute]:
                         raise
                     invalid = InvalidInput("Request body could not be parsed", type_="json_invalid")
                     rendered = render_error(family, invalid)
+                except OperationalError as exc:
+                    await end_unit_of_work(request, commit=False)
+                    if "database is locked" not in str(exc.orig):
+                        raise
+                    rendered = render_error(family, Unavailable("Database busy, retry shortly"))
                 except BaseException:
                     await end_unit_of_work(request, commit=False)
                     raise

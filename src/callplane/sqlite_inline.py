@@ -1,0 +1,146 @@
+"""SQLite without a driver thread: stdlib ``sqlite3`` behind aiosqlite's async interface.
+
+SQLAlchemy's aiosqlite dialect hands every statement to aiosqlite's worker thread and waits for
+the event loop to be woken with the result: three or four thread hand-offs per request, which cost
+far more than the statements themselves (a point query takes microseconds). The connections made
+here have the same async surface but run each call inline on the event loop, as the fastest
+SQLite servers do.
+
+The one call that could hold the loop is waiting for another writer's lock. Write transactions
+begin with ``BEGIN IMMEDIATE``; here that statement runs with a zero busy timeout and, while the
+database is locked, is retried after an ``asyncio.sleep`` with growing pauses, so other requests
+keep being served meanwhile. In WAL mode nothing else waits: readers never block, and a writer
+holding the write lock commits without waiting for readers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+#: How long a writer waits for the write lock before giving up ("database is locked").
+LOCK_WAIT_SECONDS = 10.0
+_FIRST_PAUSE = 0.0005
+_LONGEST_PAUSE = 0.02
+
+
+def _is_locked(error: sqlite3.OperationalError) -> bool:
+    message = str(error)
+    return "locked" in message or "busy" in message
+
+
+class _RunNow:
+    """Stands in for aiosqlite's job queue, which SQLAlchemy uses to set ``isolation_level``."""
+
+    def put_nowait(self, item: tuple[asyncio.Future[Any], Callable[[], Any]]) -> None:
+        future, function = item
+        try:
+            future.set_result(function())
+        except Exception as error:  # handed to the awaiting caller, as aiosqlite does
+            future.set_exception(error)
+
+
+class InlineCursor:
+    def __init__(self, connection: InlineConnection) -> None:
+        self._connection = connection
+        self._cursor = connection._conn.cursor()
+
+    @property
+    def description(self) -> Any:
+        return self._cursor.description
+
+    @property
+    def lastrowid(self) -> int | None:
+        return self._cursor.lastrowid
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> InlineCursor:
+        if sql.startswith("BEGIN IMMEDIATE"):
+            await self._connection._begin_immediate(self._cursor, sql)
+        else:
+            self._cursor.execute(sql, parameters)
+        return self
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> InlineCursor:
+        self._cursor.executemany(sql, rows)
+        return self
+
+    async def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    async def fetchmany(self, size: int | None = None) -> list[Any]:
+        return self._cursor.fetchmany(size if size is not None else self._cursor.arraysize)
+
+    async def fetchall(self) -> list[Any]:
+        return self._cursor.fetchall()
+
+    async def close(self) -> None:
+        self._cursor.close()
+
+
+class InlineConnection:
+    """The subset of ``aiosqlite.Connection`` that SQLAlchemy's aiosqlite dialect uses."""
+
+    def __init__(self, conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+        self._conn = conn
+        self._tx = _RunNow()
+        self._busy_timeout_ms = busy_timeout_ms
+
+    @property
+    def isolation_level(self) -> str | None:
+        return self._conn.isolation_level
+
+    async def cursor(self) -> InlineCursor:
+        return InlineCursor(self)
+
+    async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> InlineCursor:
+        return await InlineCursor(self).execute(sql, parameters)
+
+    async def commit(self) -> None:
+        self._conn.commit()
+
+    async def rollback(self) -> None:
+        self._conn.rollback()
+
+    async def close(self) -> None:
+        self._conn.close()
+
+    def stop(self) -> None:
+        self._conn.close()
+
+    async def create_function(self, *args: Any, **kwargs: Any) -> None:
+        self._conn.create_function(*args, **kwargs)
+
+    async def _begin_immediate(self, cursor: sqlite3.Cursor, sql: str) -> None:
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        pause = _FIRST_PAUSE
+        self._conn.execute("PRAGMA busy_timeout=0")
+        try:
+            while True:
+                try:
+                    cursor.execute(sql)
+                    return
+                except sqlite3.OperationalError as error:
+                    if not _is_locked(error) or time.monotonic() >= deadline:
+                        raise
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, _LONGEST_PAUSE)
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+
+
+def inline_connector(path: str, busy_timeout_ms: int) -> Callable[[], Any]:
+    """An ``async_creator`` for ``create_async_engine`` that opens inline connections."""
+
+    async def connect() -> InlineConnection:
+        # isolation_level=None: transactions are begun explicitly (see callplane.db).
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        return InlineConnection(conn, busy_timeout_ms)
+
+    return connect

@@ -1,0 +1,63 @@
+"""SQLite runs inline on the event loop; a writer waiting for the lock must not stall it."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from callplane import sqlite_inline
+from tests.conftest import BACKEND, client_for
+from tests.factories import make_org
+
+pytestmark = pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's driver only")
+
+
+async def test_a_writer_waits_for_the_lock_without_blocking_reads(app, database_url):
+    org = await make_org(app)
+    holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds SQLite's write lock
+    try:
+        async with client_for(app) as c:
+            write = asyncio.create_task(
+                c.post("/v1/call_tags", headers=org.headers, json={"name": "queued"})
+            )
+            await asyncio.sleep(0.05)
+            assert not write.done()  # waiting for the lock...
+            read = await asyncio.wait_for(c.get("/v1/call_tags", headers=org.headers), 2)
+            assert read.status_code == 200  # ...while reads are served
+            holder.execute("COMMIT")
+            response = await asyncio.wait_for(write, 5)
+        assert response.status_code == 201
+    finally:
+        holder.close()
+
+
+async def test_a_writer_gives_up_after_the_lock_wait(app, database_url, monkeypatch):
+    org = await make_org(app)
+    monkeypatch.setattr(sqlite_inline, "LOCK_WAIT_SECONDS", 0.2)
+    holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        async with client_for(app) as c:
+            response = await c.post("/v1/call_tags", headers=org.headers, json={"name": "late"})
+        assert response.status_code == 503  # never hanging; the client is told to retry
+        assert response.headers["retry-after"] == "1"
+        assert set(response.json()) == {"detail"}  # the call tags family's shape
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+async def test_concurrent_writers_all_succeed(make_app):
+    first, second = await make_app(), await make_app()
+    org = await make_org(first)
+    async with client_for(first) as a, client_for(second) as b:
+        responses = await asyncio.gather(
+            *(
+                client.post("/v1/call_tags", headers=org.headers, json={"name": f"t{i}"})
+                for i, client in enumerate([a, b] * 15)
+            )
+        )
+    assert [r.status_code for r in responses] == [201] * 30
