@@ -19,7 +19,8 @@ from callplane.db import Database
 from callplane.models.voices import Voice
 
 _db: Database | None = None
-_QUERY = select(Voice.__table__).where(Voice.organization_id == 1)
+_voices = Voice.__table__
+_QUERY = select(_voices).where(_voices.c.organization_id == 1)
 
 
 def _database() -> Database:
@@ -39,7 +40,7 @@ def create_app() -> FastAPI:
     @app.get("/floor/voices/{voice_id}")
     async def voice(voice_id: uuid.UUID) -> Response:
         async with _database().read_sessions() as session:
-            row = (await session.execute(_QUERY.where(Voice.id == voice_id))).mappings().first()
+            row = (await session.execute(_QUERY.where(_voices.c.id == voice_id))).mappings().first()
         if row is None:
             return Response(b'{"error":"Voice not found"}', 404, media_type="application/json")
         return Response(orjson.dumps(dict(row)), media_type="application/json")

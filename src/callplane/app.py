@@ -19,7 +19,7 @@ from callplane.http import openapi
 from callplane.http.families import STATUS, ErrorFamily, render_validation
 from callplane.http.middleware import RequestContextMiddleware
 from callplane.http.responses import JSONResponse, json_response
-from callplane.http.v1 import build_v1_router
+from callplane.http.v1 import include_v1
 from callplane.logs import configure_logging
 from callplane.runtime import Runtime
 from callplane.settings import Settings
@@ -54,7 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.runtime = runtime
-    app.include_router(build_v1_router())
+    include_v1(app)
     _add_operational_routes(app, runtime)
     _add_fallback_handlers(app)
     openapi.install(app)

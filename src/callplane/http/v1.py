@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, FastAPI
 
 from callplane.call_tags.router import router as call_tags
 from callplane.calls.find_router import router as find_calls
@@ -15,21 +15,23 @@ from callplane.phone_numbers.router import router as phone_numbers
 from callplane.recordings.router import router as recordings
 from callplane.voices.router import router as voices
 
-
-def build_v1_router() -> APIRouter:
-    v1 = APIRouter(prefix="/v1")
+V1_ROUTERS: tuple[APIRouter, ...] = (
     # find_by_attribute first: /calls/{uuid} would otherwise capture it.
-    for router in (
-        find_calls,
-        calls,
-        feedback,
-        contacts,
-        custom_data,
-        phone_numbers,
-        external_calls,
-        recordings,
-        voices,
-        call_tags,
-    ):
-        v1.include_router(router)
-    return v1
+    find_calls,
+    calls,
+    feedback,
+    contacts,
+    custom_data,
+    phone_numbers,
+    external_calls,
+    recordings,
+    voices,
+    call_tags,
+)
+
+
+def include_v1(app: FastAPI) -> None:
+    """Mount every domain router under /v1, directly on the app (one level of routers to match
+    through, which keeps FastAPI's route matching cheap)."""
+    for router in V1_ROUTERS:
+        app.include_router(router, prefix="/v1")

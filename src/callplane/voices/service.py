@@ -11,11 +11,16 @@ from callplane.errors import NotFound
 from callplane.models.voices import Voice as VoiceRow
 from callplane.voices.schemas import Voice
 
-_COLUMNS = select(VoiceRow.__table__)
-_LIST = _COLUMNS.where(VoiceRow.organization_id == bindparam("org")).order_by(
-    VoiceRow.name, VoiceRow.id
+# Plain Core columns, so these skip the ORM execution path.
+_voices = VoiceRow.__table__
+_LIST = (
+    select(_voices)
+    .where(_voices.c.organization_id == bindparam("org"))
+    .order_by(_voices.c.name, _voices.c.id)
 )
-_ONE = _COLUMNS.where(VoiceRow.organization_id == bindparam("org"), VoiceRow.id == bindparam("id"))
+_ONE = select(_voices).where(
+    _voices.c.organization_id == bindparam("org"), _voices.c.id == bindparam("id")
+)
 
 
 async def list_voices(session: AsyncSession, organization_id: int) -> list[Voice]:
