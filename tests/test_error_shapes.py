@@ -184,3 +184,17 @@ async def test_unknown_route_is_json_404(client) -> None:
     response = await client.get(f"/v1/no-such-thing/{uuid.uuid4()}")
     assert response.status_code == 404
     assert response.json()["success"] is False
+
+
+@pytest.mark.parametrize(
+    "method, path, keys",
+    [
+        ("DELETE", "/v1/voices", {"error"}),
+        ("PUT", "/v1/call_tags", {"detail"}),
+        ("POST", "/v1/data/customers/1", ERROR_KEYS["status"]),
+    ],
+)
+async def test_wrong_method_is_405_in_the_family_shape(client, method, path, keys) -> None:
+    response = await client.request(method, path)
+    assert response.status_code == 405
+    assert set(response.json()) == keys
