@@ -28,12 +28,12 @@ test-postgres: $(STAMP)
 	CALLPLANE_TEST_DATABASE=postgresql $(BIN)/pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff format --check src tests bench
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/ruff check src tests bench scripts
 
 fmt: $(STAMP)
-	$(BIN)/ruff format src tests bench
-	$(BIN)/ruff check --fix src tests bench
+	$(BIN)/ruff format src tests bench scripts
+	$(BIN)/ruff check --fix src tests bench scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

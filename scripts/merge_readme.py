@@ -35,7 +35,9 @@ def main() -> None:
         parts.append(_demote_headings(text))
     body = f"{BEGIN}\n\n" + "\n\n".join(parts) + f"\n\n{END}"
     if BEGIN in readme:
-        readme = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: body, readme, flags=re.S)
+        readme = re.sub(
+            re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: body, readme, flags=re.S
+        )
     else:
         readme = readme.replace("<!-- domain sections -->", body)
     (ROOT / "README.md").write_text(readme)
