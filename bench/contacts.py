@@ -23,27 +23,24 @@ import asyncio
 import json
 import os
 import random
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-from fastapi import FastAPI
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fastapi import FastAPI  # noqa: E402
+from servers import BIN, ROOT, run, run_wrk, serve, stop, wait_ready  # noqa: E402
 from sqlalchemy import select
 from starlette.requests import Request
 from starlette.responses import Response
 
 from callplane.db import Database, dialect_insert
 from callplane.models.base import utcnow
-from callplane.models.contacts import Contact
+from callplane.models.contacts import Contact  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 BODY = {
     "data": {
         "name": "Dana Whitfield",
@@ -120,33 +117,6 @@ def create_floor_app() -> FastAPI:
 # --- servers ----------------------------------------------------------------------------------
 
 
-def run(cmd: list[str], env: dict[str, str]) -> str:
-    return subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
-
-
-def serve(app: str, port: int, workers: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    cmd = [str(BIN / "uvicorn"), app, "--factory", "--host", "127.0.0.1", "--port", str(port)]
-    cmd += ["--workers", str(workers), "--loop", "uvloop", "--http", "httptools"]
-    cmd += ["--no-access-log", "--log-level", "warning"]
-    return subprocess.Popen(cmd, env=env, cwd=ROOT / "bench", start_new_session=True)
-
-
-def wait_ready(url: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except Exception:
-            time.sleep(0.2)
-    raise RuntimeError(f"server at {url} did not become ready")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    process.wait(timeout=20)
-
-
 # --- load drivers -----------------------------------------------------------------------------
 
 _LUA = """
@@ -181,22 +151,14 @@ def drive_wrk(
             "suffix": suffix,
         }
     )
-    cmd = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{duration}s", "--latency"]
-    cmd += ["-s", str(script)]
-    for name, value in headers.items():
-        cmd += ["-H", f"{name}: {value}"]
-    out = subprocess.run([*cmd, base], check=True, capture_output=True, text=True).stdout
-    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if non_2xx:
-        raise RuntimeError(f"{method} {template}: {non_2xx.group(1)} non-2xx responses\n{out}")
-
-    def ms(label: str) -> float:
-        m = re.search(rf"{label}%\s+([\d.]+)(us|ms|s)", out)
-        assert m, out
-        return float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
-
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    return {"rps": rps, "p50": ms("50"), "p99": ms("99")}
+    return run_wrk(
+        base,
+        threads=args.threads,
+        connections=args.connections,
+        duration=duration,
+        headers=headers,
+        script=script,
+    )
 
 
 def drive_httpx(

@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from voices import BIN, VOICE, run, serve, stop, wait_ready, wrk  # noqa: E402
+from servers import BIN, run, serve, stop, wait_ready  # noqa: E402
+from voices import VOICE, wrk  # noqa: E402
 
 CALL = "7a1e0c55-3b2d-4e8f-9c10-000000000000"
 

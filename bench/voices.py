@@ -13,80 +13,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from servers import BIN, ROOT, run, run_wrk, serve, stop, wait_ready  # noqa: E402
+
 VOICE = "0b7d6f3a-2c1e-4f5a-9b8c-7d6e5f4a3b01"
 
 
-def run(cmd: list[str], env: dict[str, str]) -> str:
-    return subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
-
-
-def wait_ready(url: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except Exception:
-            time.sleep(0.2)
-    raise RuntimeError(f"server at {url} did not become ready")
-
-
-def serve(app: str, port: int, workers: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    cmd = [
-        str(BIN / "uvicorn"),
-        app,
-        "--factory",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--loop",
-        "uvloop",
-        "--http",
-        "httptools",
-        "--no-access-log",
-        "--log-level",
-        "warning",
-    ]
-    return subprocess.Popen(cmd, env=env, cwd=ROOT / "bench", start_new_session=True)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    process.wait(timeout=20)
-
-
 def wrk(url: str, args: argparse.Namespace, headers: dict[str, str]) -> dict[str, float]:
-    cmd = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{args.duration}s", "--latency"]
-    for name, value in headers.items():
-        cmd += ["-H", f"{name}: {value}"]
-    out = subprocess.run([*cmd, url], check=True, capture_output=True, text=True).stdout
-    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if non_2xx:
-        raise RuntimeError(f"{url}: {non_2xx.group(1)} non-2xx responses\n{out}")
-
-    def ms(label: str) -> float:
-        m = re.search(rf"{label}%\s+([\d.]+)(us|ms|s)", out)
-        assert m, out
-        scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
-        return float(m.group(1)) * scale
-
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    return {"rps": rps, "p50": ms("50"), "p99": ms("99")}
+    return run_wrk(
+        url,
+        threads=args.threads,
+        connections=args.connections,
+        duration=args.duration,
+        headers=headers,
+    )
 
 
 def main() -> None:
