@@ -66,3 +66,14 @@ async def test_a_success_is_committed_before_the_response(app):
     async with runtime_of(app).db.session(write=False) as session:
         count = await session.scalar(select(func.count()).select_from(Organization))
     assert count == 1
+
+
+async def test_a_session_outside_a_family_route_is_refused_loudly(app):
+    @app.get("/not-a-family-route")
+    async def plain(session: SessionDep) -> dict[str, bool]:  # pragma: no cover - never runs
+        return {"ok": True}
+
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+        response = await c.get("/not-a-family-route")
+    assert response.status_code == 500

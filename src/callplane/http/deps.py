@@ -26,10 +26,15 @@ def get_runtime(request: Request) -> Runtime:
 
 
 _SESSION = "callplane.session"
+UNIT_OF_WORK = "callplane.unit_of_work"
 
 
 async def get_session(request: Request) -> AsyncSession:
     """The request's session, opened on first use. ``end_unit_of_work`` commits or discards it."""
+    if UNIT_OF_WORK not in request.scope:
+        # Only routes of a family router end their unit of work; anywhere else the session would
+        # never be committed nor released.
+        raise RuntimeError("SessionDep used on a route that is not built by family_router()")
     session: AsyncSession | None = request.scope.get(_SESSION)
     if session is None:
         runtime: Runtime = request.app.state.runtime

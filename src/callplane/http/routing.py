@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from callplane.errors import CallplaneError, InvalidInput, PayloadTooLarge, Unavailable
-from callplane.http.deps import end_unit_of_work
+from callplane.http.deps import UNIT_OF_WORK, end_unit_of_work
 from callplane.http.families import ErrorFamily, Rendered, render_error, render_validation
 from callplane.http.responses import JSONResponse, json_response
 
@@ -108,6 +108,7 @@ def family_route_class(family: ErrorFamily) -> type[APIRoute]:
             handler = super().get_route_handler()
 
             async def handle(request: Request) -> Response:
+                request.scope[UNIT_OF_WORK] = True
                 try:
                     if request.method in _BODY_METHODS and await _enforce_body_limit(request):
                         _require_json(request)
