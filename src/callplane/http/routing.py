@@ -119,14 +119,14 @@ def family_route_class(family: ErrorFamily) -> type[APIRoute]:
                 except RequestValidationError as exc:
                     rendered = render_validation(family, list(exc.errors()))
                 except HTTPException as exc:
-                    await end_unit_of_work(request, commit=False)
-                    if exc.status_code != 400:  # FastAPI's "error parsing the body"
+                    if exc.status_code != 400:  # 400 is FastAPI's "error parsing the body"
+                        await end_unit_of_work(request, commit=False)
                         raise
                     invalid = InvalidInput("Request body could not be parsed", type_="json_invalid")
                     rendered = render_error(family, invalid)
                 except OperationalError as exc:
-                    await end_unit_of_work(request, commit=False)
                     if "database is locked" not in str(exc.orig):
+                        await end_unit_of_work(request, commit=False)
                         raise
                     rendered = render_error(family, Unavailable("Database busy, retry shortly"))
                 except BaseException:
