@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.factories import load, make_org
+from tests.paging import OUT_OF_RANGE_PAGING
 
 CALL_TAG_FIELDS = {
     "id",
@@ -84,19 +85,7 @@ async def test_empty_organization(app, client):
     assert body == {"call_tags": [], "total_count": 0, "page": 1, "page_size": 20, "total_pages": 0}
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        "page=0",
-        "page=-1",
-        "page=abc",
-        "page_size=0",
-        "page_size=101",
-        "page_size=1.5",
-        "page_size=%27%20OR%201%3D1",
-        "page=99999999999999999999",
-    ],
-)
+@pytest.mark.parametrize("query", OUT_OF_RANGE_PAGING)
 async def test_out_of_range_paging_is_422_detail(app, client, query):
     org = await make_org(app)
     response = await client.get(f"/v1/call_tags?{query}", headers=org.headers)

@@ -10,6 +10,7 @@ import pytest
 from callplane.errors import CallplaneError
 from callplane.recordings.storage import LocalStorage, StorageError
 from tests.factories import OrgHandle, load, make_org, runtime_of
+from tests.paging import OUT_OF_RANGE_PAGING
 from tests.test_external_calls_data import (
     CALL,
     LEG_1,
@@ -314,18 +315,7 @@ async def test_list_defaults_and_ties_broken_by_id(app, client):
     assert [c["id"] for c in body["external_calls"]] == list(reversed(ids))
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        "page=0",
-        "page=-1",
-        "page=abc",
-        "page_size=0",
-        "page_size=101",
-        "page_size=1.5",
-        "page=99999999999999999999",
-    ],
-)
+@pytest.mark.parametrize("query", OUT_OF_RANGE_PAGING)
 async def test_list_out_of_range_is_422_detail(app, client, query):
     org = await make_org(app)
     response = await client.get(f"/v1/external_calls?{query}", headers=org.headers)
