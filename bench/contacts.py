@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fastapi import FastAPI  # noqa: E402
-from servers import BIN, ROOT, run, run_wrk, serve, stop, wait_ready  # noqa: E402
+from servers import BIN, ROOT, load_parser, run, run_wrk, serve, stop, wait_ready  # noqa: E402
 from sqlalchemy import select
 from starlette.requests import Request
 from starlette.responses import Response
@@ -209,13 +209,8 @@ def drive_httpx(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--duration", type=int, default=8, help="seconds per measurement")
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser = load_parser(__doc__, port=8182)
     parser.add_argument("--contacts", type=int, default=1000, help="distinct numbers (<= 10000)")
-    parser.add_argument("--port", type=int, default=8182)
     parser.add_argument("--driver", choices=["wrk", "httpx"], default=None)
     args = parser.parse_args()
     args.contacts = max(1, min(args.contacts, 10_000))

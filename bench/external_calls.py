@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from servers import BIN, run, serve, stop, wait_ready  # noqa: E402
+from servers import BIN, load_parser, require_wrk, run, serve, stop, wait_ready  # noqa: E402
 from voices import VOICE, wrk  # noqa: E402
 
 CALL = "7a1e0c55-3b2d-4e8f-9c10-000000000000"
@@ -60,16 +60,10 @@ def document(calls: int) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--duration", type=int, default=8)
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--port", type=int, default=8182)
+    parser = load_parser(__doc__, port=8182)
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
-    if shutil.which("wrk") is None:
-        sys.exit("wrk is required: apt-get install -y wrk")
+    require_wrk()
 
     work = Path(tempfile.mkdtemp(prefix="callplane-bench-ext-"))
     base = f"http://127.0.0.1:{args.port}"

@@ -8,8 +8,10 @@ measurement.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +21,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+
+
+def load_parser(doc: str | None, port: int) -> argparse.ArgumentParser:
+    """The options every load benchmark takes; scripts add their own before parsing."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--duration", type=int, default=8, help="seconds per measurement")
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser.add_argument("--port", type=int, default=port)
+    return parser
+
+
+def require_wrk() -> None:
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is required: apt-get install -y wrk")
 
 
 def run(cmd: list[str], env: dict[str, str]) -> str:

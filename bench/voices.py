@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from servers import BIN, ROOT, run, run_wrk, serve, stop, wait_ready  # noqa: E402
+from servers import BIN, ROOT, load_parser, require_wrk, run, run_wrk, serve, stop, wait_ready  # noqa: E402
 
 VOICE = "0b7d6f3a-2c1e-4f5a-9b8c-7d6e5f4a3b01"
 
@@ -36,15 +36,8 @@ def wrk(url: str, args: argparse.Namespace, headers: dict[str, str]) -> dict[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--duration", type=int, default=8)
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--port", type=int, default=8181)
-    args = parser.parse_args()
-    if shutil.which("wrk") is None:
-        sys.exit("wrk is required: apt-get install -y wrk")
+    args = load_parser(__doc__, port=8181).parse_args()
+    require_wrk()
 
     work = Path(tempfile.mkdtemp(prefix="callplane-bench-"))
     env = {
