@@ -1,0 +1,148 @@
+"""The telephony adapter interface: the one seam between the engine and a phone network.
+
+Media model
+    Audio is 8 kHz, 16-bit signed little-endian, mono PCM (the telephone band: what G.711 carries),
+    in frames of 20 ms (``FRAME_BYTES`` = 320 bytes). A connection whose ``media`` is ``"text"``
+    (the simulated network) carries whole utterances as ``TextFrame`` instead, so the engine's
+    turn loop runs unchanged, with speech recognition and synthesis skipped.
+
+Outbound
+    ``dial`` returns a ``Connection`` once the far end answers, or raises ``DialFailed`` with the
+    outcome the lifecycle table of DESIGN §10 names (``busy``, ``no_answer``, ``failed``).
+    Cancelling the awaiting task abandons the attempt (a SIP adapter sends CANCEL).
+
+Inbound
+    The adapter offers every incoming call to the ``InboundRouter`` given to ``start``. The router
+    answers ``None`` (the adapter refuses the call: SIP 404) or a coroutine function that holds
+    the conversation; the adapter answers the call, awaits that function with the connection and
+    hangs up when it returns.
+
+Ending
+    Either side may end a call: ``Connection.hangup()`` from ours; the far end's hang-up ends the
+    ``frames()`` iteration and sets ``ended_by`` to ``"remote"``. ``wait_ended()`` returns once the
+    call is over, whoever ended it.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+SAMPLE_RATE = 8000
+SAMPLE_WIDTH = 2
+FRAME_MS = 20
+FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000
+FRAME_BYTES = FRAME_SAMPLES * SAMPLE_WIDTH
+
+DialOutcome = Literal["busy", "no_answer", "failed"]
+AnsweredBy = Literal["human", "voicemail"]
+EndedBy = Literal["remote", "local"]
+
+
+@dataclass(frozen=True)
+class AudioFrame:
+    """Telephone-band PCM (see the module docstring); normally one 20 ms frame."""
+
+    pcm: bytes
+
+
+@dataclass(frozen=True)
+class TextFrame:
+    """A whole utterance as text, on connections whose ``media`` is ``"text"``."""
+
+    text: str
+
+
+Frame = AudioFrame | TextFrame
+
+
+@dataclass(frozen=True)
+class DialRequest:
+    to_number: str
+    from_number: str | None
+    ring_timeout_seconds: float
+    #: Carried into the adapter's log lines so one call can be followed end to end.
+    call_ref: str = ""
+
+
+@dataclass(frozen=True)
+class InboundOffer:
+    to_number: str
+    from_number: str | None
+    #: The network's own id for the call (a SIP Call-ID), for logs.
+    call_ref: str = ""
+
+
+class DialFailed(Exception):
+    """The far end did not answer; ``outcome`` is the terminal status it leads to."""
+
+    def __init__(self, outcome: DialOutcome, reason: str) -> None:
+        super().__init__(f"{outcome}: {reason}")
+        self.outcome: DialOutcome = outcome
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Recording:
+    """The whole call as the adapter heard and sent it."""
+
+    content_type: str  # e.g. "audio/wav"
+    data: bytes
+    duration_seconds: float
+
+
+@dataclass
+class Connection(abc.ABC):
+    """One answered call."""
+
+    media: Literal["audio", "text"]
+    #: Set by adapters that know who answered (the simulated network); ``None`` leaves it to
+    #: the engine's detection on the first audio it hears.
+    answered_by: AnsweredBy | None = None
+    ended_by: EndedBy | None = field(default=None, init=False)
+
+    @abc.abstractmethod
+    def frames(self) -> AsyncIterator[Frame]:
+        """The far end's media, as it arrives; the iteration ends when the call ends."""
+
+    @abc.abstractmethod
+    async def play(self, frame: Frame) -> None:
+        """Queue media toward the far end; the adapter paces audio in real time."""
+
+    @abc.abstractmethod
+    async def interrupt(self) -> None:
+        """Drop whatever is queued and not yet played (barge-in)."""
+
+    @abc.abstractmethod
+    async def hangup(self) -> None:
+        """End the call from our side (idempotent)."""
+
+    @abc.abstractmethod
+    async def wait_ended(self) -> EndedBy:
+        """Return once the call is over."""
+
+    async def recording(self) -> Recording | None:
+        """The call's audio, after it ended; ``None`` when the network records nothing."""
+        return None
+
+
+ConversationRunner = Callable[[Connection], Awaitable[None]]
+InboundRouter = Callable[[InboundOffer], Awaitable[ConversationRunner | None]]
+
+
+class TelephonyAdapter(abc.ABC):
+    """A phone network. One instance per worker process, shared by all its calls."""
+
+    @abc.abstractmethod
+    async def start(self, route_inbound: InboundRouter) -> None:
+        """Begin accepting inbound calls (adapters without inbound calls may ignore it)."""
+
+    @abc.abstractmethod
+    async def stop(self) -> None:
+        """Stop accepting calls; calls in progress are left to their owners."""
+
+    @abc.abstractmethod
+    async def dial(self, request: DialRequest) -> Connection:
+        """Place a call; return once answered, or raise ``DialFailed``."""
