@@ -6,7 +6,8 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 .PHONY: install run test test-sqlite test-postgres lint fmt typecheck bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/apt-packages.txt
+	bash scripts/system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'

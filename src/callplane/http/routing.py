@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from fastapi import APIRouter, HTTPException
@@ -26,6 +26,16 @@ from callplane.http.families import ErrorFamily, Rendered, render_error, render_
 from callplane.http.responses import JSONResponse, json_response
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_STREAMED_BODY = "__callplane_streamed_body__"
+
+EndpointT = TypeVar("EndpointT", bound=Callable[..., Any])
+
+
+def streamed_body(endpoint: EndpointT) -> EndpointT:
+    """Mark an endpoint that reads its own raw body (``request.stream()``, e.g. an audio upload):
+    the route class then leaves the body alone instead of applying the JSON body policy."""
+    setattr(endpoint, _STREAMED_BODY, True)
+    return endpoint
 
 
 async def _enforce_body_limit(request: Request) -> bool:
@@ -106,11 +116,16 @@ def family_route_class(family: ErrorFamily) -> type[APIRoute]:
 
         def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
             handler = super().get_route_handler()
+            json_body = not getattr(self.endpoint, _STREAMED_BODY, False)
 
             async def handle(request: Request) -> Response:
                 request.scope[UNIT_OF_WORK] = True
                 try:
-                    if request.method in _BODY_METHODS and await _enforce_body_limit(request):
+                    if (
+                        json_body
+                        and request.method in _BODY_METHODS
+                        and await _enforce_body_limit(request)
+                    ):
                         _require_json(request)
                         _parse_json(request, await request.body())
                     response = await handler(request)
