@@ -28,13 +28,26 @@ class Settings(BaseSettings):
     log_level: str = "info"
     max_body_bytes: int = 10 * 1024 * 1024
     contact_purge_interval_seconds: float = 60.0
+    # The agent's brain (DESIGN §10); unset base URL: the agent speaks first_message and listens.
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout_seconds: float = 20.0
 
     @field_validator("public_url")
     @classmethod
     def _strip_trailing_slash(cls, value: str) -> str:
         return value.rstrip("/")
 
-    @field_validator("redis_url", "signing_key", "s3_endpoint_url", mode="before")
+    @field_validator(
+        "redis_url",
+        "signing_key",
+        "s3_endpoint_url",
+        "llm_base_url",
+        "llm_model",
+        "llm_api_key",
+        mode="before",
+    )
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value

@@ -1,0 +1,212 @@
+"""The agent's brain: any OpenAI-compatible chat-completions server (DESIGN §10).
+
+One ``Brain`` per worker process (it holds an HTTP connection pool). Two ways to ask:
+
+- ``stream_reply``: a conversational turn, streamed (SSE) so the first sentence can be spoken while
+  the rest is still being generated; yields ``TextDelta`` as text arrives and each ``ToolCall``
+  once its arguments are complete.
+- ``complete``: one whole answer (summaries, analyzers).
+
+Every failure — the server unreachable, an HTTP error status, a malformed stream, no answer within
+``CALLPLANE_LLM_TIMEOUT_SECONDS`` — is raised as ``BrainError``, so callers have one thing to catch
+and never wait on a brain that has gone quiet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import orjson
+
+from callplane.brain.sse import sse_data
+
+if TYPE_CHECKING:
+    from callplane.settings import Settings
+
+Message = dict[str, Any]
+
+
+class BrainError(Exception):
+    """The brain could not answer; the message says why, for the call's events."""
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+    call_id: str = ""
+
+
+ReplyEvent = TextDelta | ToolCall
+
+
+@dataclass
+class _PendingToolCall:
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def finish(self) -> ToolCall:
+        raw = "".join(self.arguments).strip() or "{}"
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            parsed = {"raw": raw}
+        # The transcript's ``arguments`` is an object (SPEC): anything else is wrapped.
+        arguments = parsed if isinstance(parsed, dict) else {"value": parsed}
+        return ToolCall(name=self.name, arguments=arguments, call_id=self.call_id)
+
+
+class Brain:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        timeout_seconds: float = 20.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.model = model
+        self.timeout_seconds = timeout_seconds
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + "/",
+            headers=headers,
+            timeout=httpx.Timeout(timeout_seconds),
+            transport=transport,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Brain | None:
+        """The configured brain, or ``None`` when ``CALLPLANE_LLM_BASE_URL`` is unset."""
+        if not settings.llm_base_url:
+            return None
+        return cls(
+            settings.llm_base_url,
+            model=settings.llm_model,
+            api_key=settings.llm_api_key,
+            timeout_seconds=settings.llm_timeout_seconds,
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def _body(self, messages: Sequence[Message], **extra: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {"messages": list(messages), **extra}
+        if self.model:
+            body["model"] = self.model
+        return body
+
+    async def complete(self, messages: Sequence[Message]) -> str:
+        """The whole text of one answer."""
+        try:
+            async with asyncio.timeout(self.timeout_seconds):
+                response = await self._http.post(
+                    "chat/completions", content=orjson.dumps(self._body(messages, stream=False))
+                )
+        except TimeoutError:
+            raise BrainError(f"no answer within {self.timeout_seconds:g} s") from None
+        except httpx.HTTPError as exc:
+            raise BrainError(_describe(exc)) from None
+        _check_status(response.status_code, response.text)
+        try:
+            content = orjson.loads(response.content)["choices"][0]["message"]["content"]
+        except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
+            raise BrainError("the answer is not a chat completion") from None
+        if not isinstance(content, str):
+            raise BrainError("the answer has no text")
+        return content
+
+    async def stream_reply(
+        self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
+    ) -> AsyncIterator[ReplyEvent]:
+        """A conversational reply as it is generated; the whole reply shares one deadline.
+
+        The deadline is applied to each wait for the server, never around a ``yield``: a timeout
+        scope spanning a yield would cancel whatever the consumer is awaiting at that moment.
+        """
+        extra: dict[str, Any] = {"stream": True}
+        if tools:
+            extra["tools"] = list(tools)
+        body = orjson.dumps(self._body(messages, **extra))
+        deadline = asyncio.get_running_loop().time() + self.timeout_seconds
+        try:
+            request = self._http.build_request("POST", "chat/completions", content=body)
+            async with asyncio.timeout_at(deadline):
+                response = await self._http.send(request, stream=True)
+            events = _reply_events(response)
+            try:
+                if response.status_code >= 400:
+                    async with asyncio.timeout_at(deadline):
+                        await response.aread()
+                    _check_status(response.status_code, response.text)
+                while True:
+                    try:
+                        async with asyncio.timeout_at(deadline):
+                            event = await anext(events)
+                    except StopAsyncIteration:
+                        break
+                    yield event
+            finally:
+                await events.aclose()
+                await response.aclose()
+        except TimeoutError:
+            raise BrainError(f"no whole reply within {self.timeout_seconds:g} s") from None
+        except httpx.HTTPError as exc:
+            raise BrainError(_describe(exc)) from None
+
+
+async def _reply_events(response: httpx.Response) -> AsyncGenerator[ReplyEvent, None]:
+    pending: dict[int, _PendingToolCall] = {}
+    async for data in sse_data(response.aiter_lines()):
+        if data.strip() == "[DONE]":
+            break
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise BrainError("the stream holds an event that is not JSON") from None
+        if not isinstance(chunk, dict):
+            raise BrainError("the stream holds an event that is not a JSON object")
+        if "error" in chunk:
+            raise BrainError(f"the server reported an error: {_short(str(chunk['error']))}")
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                yield TextDelta(text)
+            for part in delta.get("tool_calls") or ():
+                call = pending.setdefault(int(part.get("index", len(pending))), _PendingToolCall())
+                call.call_id = part.get("id") or call.call_id
+                function = part.get("function") or {}
+                call.name = function.get("name") or call.name
+                if function.get("arguments"):
+                    call.arguments.append(function["arguments"])
+    for index in sorted(pending):
+        if pending[index].name:
+            yield pending[index].finish()
+
+
+def _check_status(status: int, text: str) -> None:
+    if status >= 400:
+        raise BrainError(f"the server answered HTTP {status}: {_short(text)}")
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timed out ({type(exc).__name__})"
+    return f"could not reach the server ({type(exc).__name__}: {_short(str(exc))})"
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

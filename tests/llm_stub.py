@@ -1,0 +1,175 @@
+"""A tiny OpenAI-compatible chat-completions server: the one stand-in the tests allow (an LLM).
+
+A real HTTP server on 127.0.0.1 (ephemeral port, its own thread, so a hanging reply never blocks
+the test's event loop). The callplane client talks real HTTP to it.
+
+- Streamed requests (conversation turns) get ``replies[n - 1]`` where ``n`` counts the user
+  messages so far (``opening`` when there is none), as SSE chunks a few words long. A ``Reply``
+  may carry a tool call.
+- Whole requests get ``summary`` (the summary instructions) or the next of ``analyses`` (the
+  analyzer instructions; ``default_analysis`` once they run out).
+- ``mode="error"`` answers 500 to everything; ``mode="hang"`` answers nothing until stopped.
+
+Every request body is kept in ``requests`` for assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+from callplane.brain.prompts import ANALYZER_INSTRUCTIONS, SUMMARY_INSTRUCTIONS
+
+Mode = Literal["ok", "error", "hang"]
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str = ""
+    tool: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+class StubLLM:
+    def __init__(
+        self,
+        *,
+        replies: Sequence[Reply | str] = ("Sure.",),
+        opening: str = "Hello, how can I help you today?",
+        summary: str = "The caller asked a question and the agent answered it.",
+        analyses: Sequence[str] = (),
+        default_analysis: str = "{}",
+        mode: Mode = "ok",
+        first_token_seconds: float = 0.0,
+        words_per_chunk: int = 3,
+    ) -> None:
+        self.replies = [r if isinstance(r, Reply) else Reply(r) for r in replies]
+        self.opening = opening
+        self.summary = summary
+        self.analyses = list(analyses)
+        self.default_analysis = default_analysis
+        self.mode: Mode = mode
+        self.first_token_seconds = first_token_seconds
+        self.words_per_chunk = words_per_chunk
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._released = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._server.block_on_close = False
+        # A short poll interval: ``shutdown`` waits for the loop to notice, once per test.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def start(self) -> StubLLM:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._released.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+    def __enter__(self) -> StubLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def streamed_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self.requests if r.get("stream")]
+
+    # What to answer.
+
+    def _reply_for(self, messages: list[dict[str, Any]]) -> Reply:
+        users = sum(1 for m in messages if m.get("role") == "user")
+        if users == 0:
+            return Reply(self.opening)
+        return self.replies[min(users, len(self.replies)) - 1]
+
+    def _answer_for(self, messages: list[dict[str, Any]]) -> str:
+        system = str(messages[0].get("content", "")) if messages else ""
+        if system == SUMMARY_INSTRUCTIONS:
+            return self.summary
+        if system.startswith(ANALYZER_INSTRUCTIONS.split("{schema}")[0]):
+            with self._lock:
+                return self.analyses.pop(0) if self.analyses else self.default_analysis
+        return self.opening
+
+    def _chunks(self, reply: Reply) -> Iterator[dict[str, Any]]:
+        words = reply.text.split(" ") if reply.text else []
+        step = self.words_per_chunk
+        for i in range(0, len(words), step):
+            piece = " ".join(words[i : i + step]) + (" " if i + step < len(words) else "")
+            yield {"choices": [{"index": 0, "delta": {"content": piece}}]}
+        if reply.tool:
+            arguments = json.dumps(reply.arguments)
+            half = len(arguments) // 2
+            call = {"index": 0, "id": "call_stub", "type": "function"}
+            yield _tool_delta(call | {"function": {"name": reply.tool, "arguments": ""}})
+            yield _tool_delta({"index": 0, "function": {"arguments": arguments[:half]}})
+            yield _tool_delta({"index": 0, "function": {"arguments": arguments[half:]}})
+        finish = "tool_calls" if reply.tool else "stop"
+        yield {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+
+
+def _tool_delta(part: dict[str, Any]) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [part]}}]}
+
+
+def _handler_for(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            with stub._lock:
+                stub.requests.append(body)
+            if stub.mode == "hang":
+                stub._released.wait(60)
+                return
+            if stub.mode == "error" or not self.path.endswith("/chat/completions"):
+                self._send_json(500, {"error": {"message": "the stub was told to fail"}})
+                return
+            messages = body.get("messages") or []
+            if body.get("stream"):
+                self._stream(stub._reply_for(messages))
+            else:
+                answer = stub._answer_for(messages)
+                message = {"role": "assistant", "content": answer}
+                self._send_json(200, {"choices": [{"index": 0, "message": message}]})
+
+        def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, reply: Reply) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            if stub.first_token_seconds:
+                time.sleep(stub.first_token_seconds)
+            for chunk in stub._chunks(reply):
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+
+    return Handler

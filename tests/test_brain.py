@@ -1,0 +1,208 @@
+"""The brain's client, summary and analyzers against a real local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from callplane.brain import (
+    Brain,
+    BrainError,
+    SentenceSplitter,
+    TextDelta,
+    ToolCall,
+    conversation_messages,
+    run_analyzers,
+    summarize,
+)
+from callplane.brain.summary import extractive_summary
+from tests.llm_stub import Reply, StubLLM
+
+TRANSCRIPT: list[dict[str, Any]] = [
+    {"role": "assistant", "text": "Hi, this is Ada from Acme Dental.", "timestamp": 0.1},
+    {"role": "user", "text": "Hi. I need to move my dental appointment.", "timestamp": 2.0},
+    {"role": "assistant", "text": "Of course. Which day suits you?", "timestamp": 3.1},
+    {"role": "user", "text": "Friday morning, the appointment at nine.", "timestamp": 5.0},
+    {"role": None, "function_name": "end_call", "arguments": {"reason": "done"}, "timestamp": 6},
+]
+SENTIMENT = {
+    "type": "object",
+    "properties": {"sentiment": {"type": "string", "enum": ["positive", "negative"]}},
+    "required": ["sentiment"],
+}
+
+
+@pytest.fixture
+def stub() -> Iterator[StubLLM]:
+    with StubLLM(
+        replies=[
+            "Sure, Dr. Smith can see you Friday at 9.30 am. Does that work? Great!",
+            Reply("Goodbye.", tool="end_call", arguments={"reason": "caller is done"}),
+        ]
+    ) as server:
+        yield server
+
+
+async def _reply(brain: Brain, transcript: list[dict[str, Any]]) -> list[Any]:
+    return [e async for e in brain.stream_reply(conversation_messages("Be brief.", transcript))]
+
+
+async def test_streamed_reply_arrives_in_pieces_and_keeps_the_prompt(stub: StubLLM) -> None:
+    brain = Brain(stub.base_url, model="stub-model", api_key="sk-test")
+    try:
+        events = await _reply(brain, TRANSCRIPT[:2])
+    finally:
+        await brain.aclose()
+    assert len(events) > 3 and all(isinstance(e, TextDelta) for e in events)
+    text = "".join(e.text for e in events)
+    assert text == "Sure, Dr. Smith can see you Friday at 9.30 am. Does that work? Great!"
+    sent = stub.requests[0]
+    assert sent["model"] == "stub-model" and sent["stream"] is True
+    assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert [m["role"] for m in sent["messages"][1:]] == ["assistant", "user"]
+
+
+async def test_tool_call_arrives_whole_after_the_text(stub: StubLLM) -> None:
+    brain = Brain(stub.base_url)
+    try:
+        events = await _reply(brain, TRANSCRIPT[:4])
+    finally:
+        await brain.aclose()
+    assert events[0] == TextDelta("Goodbye.")
+    assert events[-1] == ToolCall("end_call", {"reason": "caller is done"}, "call_stub")
+    assert "model" not in stub.requests[0]
+
+
+def test_tool_call_entries_become_a_valid_chat_history() -> None:
+    messages = conversation_messages(None, [*TRANSCRIPT, {"role": "user", "text": "Wait!"}])
+    call, answer = messages[-3], messages[-2]
+    assert call["role"] == "assistant"
+    assert call["tool_calls"][0]["function"] == {
+        "name": "end_call",
+        "arguments": '{"reason":"done"}',
+    }
+    assert answer == {
+        "role": "tool",
+        "tool_call_id": call["tool_calls"][0]["id"],
+        "content": "done",
+    }
+    assert messages[-1] == {"role": "user", "content": "Wait!"}
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize("failure", ["error", "hang", "down"])
+async def test_every_failure_is_a_brain_error_and_never_hangs(failure: str) -> None:
+    with StubLLM(mode="error" if failure == "error" else "hang") as server:
+        url = server.base_url if failure != "down" else f"http://127.0.0.1:{_closed_port()}/v1"
+        brain = Brain(url, timeout_seconds=0.5)
+        started = time.monotonic()
+        try:
+            with pytest.raises(BrainError) as streamed:
+                await _reply(brain, TRANSCRIPT[:2])
+            with pytest.raises(BrainError):
+                await brain.complete([{"role": "user", "content": "hi"}])
+        finally:
+            await brain.aclose()
+    assert time.monotonic() - started < 3
+    expected = {"error": "HTTP 500", "hang": "within 0.5 s", "down": "could not reach"}[failure]
+    assert expected in str(streamed.value)
+
+
+@pytest.mark.parametrize(
+    ("pieces", "sentences", "rest"),
+    [
+        (
+            ["Hello there. How are", " you? I'm", " fine"],
+            ["Hello there.", "How are you?"],
+            "I'm fine",
+        ),
+        (["It costs 3.", "5 dollars. Ok"], ["It costs 3.5 dollars."], "Ok"),
+        (['Dr. Smith said "yes!" Then', " left."], ['Dr. Smith said "yes!"'], "Then left."),
+        (["One\nTwo\n"], ["One", "Two"], None),
+    ],
+    ids=["streamed", "decimal", "abbreviation-and-quote", "line-breaks"],
+)
+def test_sentences_are_cut_only_at_real_boundaries(
+    pieces: list[str], sentences: list[str], rest: str | None
+) -> None:
+    splitter = SentenceSplitter()
+    found = [s for piece in pieces for s in splitter.feed(piece)]
+    assert found == sentences
+    assert splitter.flush() == rest
+
+
+async def test_summary_by_the_brain_else_extractive(stub: StubLLM) -> None:
+    brain = Brain(stub.base_url)
+    try:
+        by_brain = await summarize(brain, TRANSCRIPT)
+    finally:
+        await brain.aclose()
+    assert by_brain.text == stub.summary and by_brain.error is None
+    assert (
+        "Caller: Hi. I need to move my dental appointment."
+        in (stub.requests[-1]["messages"][1]["content"])
+    )
+
+    local = await summarize(None, TRANSCRIPT)
+    assert local.error is None and local.text
+    assert "appointment" in local.text and local.text.count(": ") <= 3
+    assert await summarize(None, []) == type(local)(None)
+
+
+async def test_summary_falls_back_when_the_brain_fails() -> None:
+    with StubLLM(mode="error") as server:
+        brain = Brain(server.base_url)
+        try:
+            summary = await summarize(brain, TRANSCRIPT)
+        finally:
+            await brain.aclose()
+    assert summary.text == extractive_summary(TRANSCRIPT[:4])
+    assert summary.error and "HTTP 500" in summary.error
+
+
+async def test_analyzers_validate_retry_once_then_record_an_error() -> None:
+    analyzers = [
+        {"id": str(uuid.uuid4()), "prompt": "Caller's mood?", "output_config": SENTIMENT},
+        {"id": str(uuid.uuid4()), "prompt": "Mood again?", "output_config": SENTIMENT},
+        {"id": str(uuid.uuid4()), "prompt": "Bad schema", "output_config": {"type": 5}},
+    ]
+    answers = [
+        "this is not json",
+        '```json\n{"sentiment": "positive"}\n```',
+        '{"sentiment": "furious"}',
+        '{"mood": "positive"}',
+    ]
+    with StubLLM(analyses=answers) as server:
+        brain = Brain(server.base_url)
+        try:
+            results = await run_analyzers(brain, analyzers, TRANSCRIPT)
+        finally:
+            await brain.aclose()
+        retry = server.requests[1]["messages"]
+    first, second, third = results
+    assert first["result"] == {"sentiment": "positive"} and "error" not in first
+    assert first["analyzer_id"] == analyzers[0]["id"] and first["output_config"] == SENTIMENT
+    assert "not JSON" in retry[-1]["content"] and retry[-2]["content"] == "this is not json"
+    assert second["result"] is None
+    assert "invalid twice" in second["error"] and "sentiment" in second["error"]
+    assert third["result"] is None and "not a valid JSON schema" in third["error"]
+    assert len(server.requests) == 4
+    assert len({r["id"] for r in results}) == 3
+
+
+async def test_analyzers_without_a_brain_are_recorded_as_errors() -> None:
+    [result] = await run_analyzers(
+        None, [{"id": "a", "prompt": "p", "output_config": SENTIMENT}], TRANSCRIPT
+    )
+    assert result["result"] is None and "CALLPLANE_LLM_BASE_URL" in result["error"]
