@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml scripts/apt-packages.txt
 	bash scripts/system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,speech]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install callplane with its test extras
