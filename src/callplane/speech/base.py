@@ -16,6 +16,17 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class Word:
+    """One recognised word with its own times (seconds from the start of the audio given)."""
+
+    text: str
+    start: float
+    end: float
+    #: 0..1, the recogniser's probability for the word.
+    confidence: float
+
+
+@dataclass(frozen=True)
 class Segment:
     """A stretch of recognised speech; times in seconds from the start of the audio given."""
 
@@ -24,6 +35,9 @@ class Segment:
     end: float
     #: 0..1, the recogniser's own estimate (e.g. exp of the mean token log-probability).
     confidence: float
+    #: The segment's words with their times, when the recogniser provides them (optional:
+    #: redaction of spoken numbers needs them; other callers may ignore them).
+    words: tuple[Word, ...] = ()
 
 
 class Transcriber(abc.ABC):

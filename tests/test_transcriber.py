@@ -1,0 +1,83 @@
+"""The offline recogniser on espeak-ng speech: known words, times, confidence, hints, no network."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.audio import ESPEAK_RATE, speech, transcriber, words_of
+
+SENTENCE = "Please call me back tomorrow morning about the invoice."
+
+
+def _pcm(samples: object) -> bytes:
+    return bytes(memoryview(samples))  # type: ignore[arg-type]
+
+
+def test_known_words_with_times_and_confidence() -> None:
+    samples = speech(SENTENCE)
+    length = len(samples) / ESPEAK_RATE
+    segments = transcriber().transcribe(_pcm(samples), ESPEAK_RATE)
+
+    assert segments
+    heard = words_of(" ".join(s.text for s in segments))
+    assert {"call", "back", "tomorrow", "morning", "invoice"} <= heard
+    for segment in segments:
+        assert 0 <= segment.start < segment.end <= length + 0.5
+        assert 0 < segment.confidence <= 1
+        assert segment.words and all(w.start <= w.end for w in segment.words)
+
+
+def test_telephone_rate_audio_is_resampled() -> None:
+    import numpy as np
+
+    from callplane.speech.transcriber import resample
+
+    sentence = "Please call me back tomorrow morning about the payment."
+    narrow = resample(speech(sentence).astype(np.float32) / 32768, ESPEAK_RATE, 8000)
+    pcm = (np.clip(narrow, -1, 1) * 32767).astype("<i2").tobytes()
+    heard = words_of(" ".join(s.text for s in transcriber().transcribe(pcm, 8000)))
+    assert {"tomorrow", "payment"} <= heard
+
+
+def test_hints_steer_recognition_of_an_unusual_name() -> None:
+    samples = speech("Hello, this is a test of the callplane transcription service.")
+    plain = " ".join(s.text for s in transcriber().transcribe(_pcm(samples), ESPEAK_RATE))
+    hinted = transcriber().transcribe(_pcm(samples), ESPEAK_RATE, hints=["callplane"])
+    assert "callplane" not in plain.lower()
+    assert "callplane" in " ".join(s.text for s in hinted).lower()
+
+
+def test_silence_gives_no_segments() -> None:
+    import numpy as np
+
+    pcm = np.zeros(3 * ESPEAK_RATE, dtype="<i2").tobytes()
+    assert transcriber().transcribe(pcm, ESPEAK_RATE) == []
+
+
+def test_model_loads_and_runs_with_the_network_cut_off(tmp_path: Path) -> None:
+    """The model comes from the installed wheel: with every socket refused and an empty hub
+    cache, building a transcriber and recognising speech still work, and nothing is cached."""
+    clip = tmp_path / "clip.pcm"
+    clip.write_bytes(_pcm(speech(SENTENCE)))
+    script = f"""
+import socket
+def refuse(*args, **kwargs):
+    raise OSError("network access attempted")
+socket.socket.connect = refuse
+socket.create_connection = refuse
+from callplane.speech.transcriber import WhisperTranscriber
+pcm = open({str(clip)!r}, "rb").read()
+segments = WhisperTranscriber(cpu_threads=1).transcribe(pcm, {ESPEAK_RATE})
+print(" ".join(s.text for s in segments))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env["HF_HOME"] = str(tmp_path / "hf")
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "invoice" in result.stdout.lower()
+    assert not (tmp_path / "hf").exists()
