@@ -37,6 +37,11 @@ class Settings(BaseSettings):
     # model wheel installed by `make install`. 0 threads: CTranslate2's default (all cores).
     whisper_model_dir: str | None = None
     transcriber_threads: int = 0
+    # SIP telephony (DESIGN §10); see README "Connect a SIP trunk".
+    sip_trunk: str | None = None
+    sip_listen: str = "127.0.0.1:5060"
+    sip_rtp_ports: str = "10000-20000"
+    sip_advertised_host: str | None = None
 
     @field_validator("public_url")
     @classmethod
@@ -51,6 +56,8 @@ class Settings(BaseSettings):
         "llm_model",
         "llm_api_key",
         "whisper_model_dir",
+        "sip_trunk",
+        "sip_advertised_host",
         mode="before",
     )
     @classmethod

@@ -1,0 +1,171 @@
+"""One answered SIP call's audio: RTP both ways, paced at 20 ms, recorded.
+
+The sender ticks every 20 ms for the whole call and always sends a frame, silence when the
+agent has nothing queued: a steady RTP stream is what trunks expect (some hang up on a silent
+leg), and it makes the agent's side of the recording the call's clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from aiortp import RTPSession
+
+from callplane.telephony.base import (
+    FRAME_BYTES,
+    FRAME_MS,
+    AudioFrame,
+    Connection,
+    EndedBy,
+    Frame,
+    Recording,
+)
+from callplane.telephony.recording import CallRecorder
+
+logger = logging.getLogger("callplane.telephony.sip")
+
+SILENCE = bytes(FRAME_BYTES)
+#: A consumer that stops reading the far end's audio must not grow memory without bound:
+#: beyond this many frames (30 s) the oldest are dropped.
+MAX_QUEUED_FRAMES = 1500
+#: When the event loop stalls, the sender catches up by at most this many frames at once and
+#: skips the rest of the gap (a burst of late audio is worse than a short hole).
+MAX_CATCH_UP_FRAMES = 5
+
+
+class SipConnection(Connection):
+    """A ``Connection`` over one RTP session; signalling stays with the adapter."""
+
+    def __init__(
+        self,
+        rtp: RTPSession,
+        *,
+        call_ref: str,
+        send_bye: Callable[[], Awaitable[None]],
+    ) -> None:
+        super().__init__(media="audio")
+        self.call_ref = call_ref
+        self._rtp = rtp
+        self._send_bye = send_bye
+        self._outgoing = bytearray()
+        self._incoming: collections.deque[AudioFrame | None] = collections.deque()
+        self._incoming_ready = asyncio.Event()
+        self._partial = b""
+        self._ended = asyncio.Event()
+        self._recorder = CallRecorder()
+        self._sender: asyncio.Task[None] | None = None
+        rtp.on_audio = self._on_audio
+
+    def start(self) -> None:
+        self._sender = asyncio.get_running_loop().create_task(
+            self._send_loop(), name=f"rtp-send {self.call_ref}"
+        )
+
+    # -- far end -> agent -----------------------------------------------------------------
+
+    def _on_audio(self, pcm: bytes, _timestamp: int) -> None:
+        if self._ended.is_set():
+            return
+        self._recorder.heard(pcm)
+        data = self._partial + pcm
+        whole = len(data) - len(data) % FRAME_BYTES
+        self._partial = data[whole:]
+        for offset in range(0, whole, FRAME_BYTES):
+            if len(self._incoming) >= MAX_QUEUED_FRAMES:
+                self._incoming.popleft()
+            self._incoming.append(AudioFrame(data[offset : offset + FRAME_BYTES]))
+        self._incoming_ready.set()
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        while True:
+            while self._incoming:
+                frame = self._incoming.popleft()
+                if frame is None:
+                    return
+                yield frame
+            self._incoming_ready.clear()
+            await self._incoming_ready.wait()
+
+    # -- agent -> far end -----------------------------------------------------------------
+
+    async def play(self, frame: Frame) -> None:
+        if not isinstance(frame, AudioFrame):
+            raise TypeError("a SIP call carries audio frames only")
+        if not self._ended.is_set():
+            self._outgoing += frame.pcm
+
+    async def interrupt(self) -> None:
+        self._outgoing.clear()
+
+    async def _send_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        period = FRAME_MS / 1000
+        deadline = loop.time()
+        try:
+            while not self._ended.is_set():
+                due = int((loop.time() - deadline) / period) + 1
+                if due > MAX_CATCH_UP_FRAMES:
+                    deadline += (due - MAX_CATCH_UP_FRAMES) * period
+                    due = MAX_CATCH_UP_FRAMES
+                for _ in range(due):
+                    self._send_frame()
+                deadline += due * period
+                await asyncio.sleep(max(0.0, deadline - loop.time()))
+        except Exception:
+            # The media of one call failing must end that call, never the worker.
+            logger.exception("RTP sender failed", extra={"call_ref": self.call_ref})
+            await self.hangup()
+
+    def _send_frame(self) -> None:
+        if self._outgoing:
+            pcm = bytes(self._outgoing[:FRAME_BYTES]).ljust(FRAME_BYTES, b"\0")
+            del self._outgoing[:FRAME_BYTES]
+        else:
+            pcm = SILENCE
+        self._rtp.send_audio_pcm_auto(pcm)
+        self._recorder.sent(pcm)
+
+    def queued_seconds(self) -> float:
+        """Audio given to ``play`` and not yet sent (lets callers await the end of a line)."""
+        return len(self._outgoing) / (FRAME_BYTES * 1000 / FRAME_MS)
+
+    # -- ending ---------------------------------------------------------------------------
+
+    async def hangup(self) -> None:
+        if self._ended.is_set():
+            return
+        await self.end("local")
+        await self._send_bye()
+
+    async def end(self, ended_by: EndedBy) -> None:
+        """Stop the media (idempotent); the adapter calls it when the far end hangs up."""
+        if self._ended.is_set():
+            return
+        self.ended_by = ended_by
+        self._ended.set()
+        self._incoming.append(None)
+        self._incoming_ready.set()
+        if self._sender is not None and self._sender is not asyncio.current_task():
+            self._sender.cancel()
+        await self._rtp.close()
+        logger.info(
+            "call ended by %s after %.1f s",
+            ended_by,
+            self._recorder.duration_seconds,
+            extra={"call_ref": self.call_ref},
+        )
+
+    @property
+    def ended(self) -> bool:
+        return self._ended.is_set()
+
+    async def wait_ended(self) -> EndedBy:
+        await self._ended.wait()
+        assert self.ended_by is not None
+        return self.ended_by
+
+    async def recording(self) -> Recording | None:
+        return self._recorder.recording()

@@ -1,0 +1,573 @@
+"""The SIP network (``CALLPLANE_TELEPHONY=sip``, DESIGN §10).
+
+Signalling is aiosipua (MIT, pure Python) over one UDP socket at ``CALLPLANE_SIP_LISTEN``, used
+both to answer INVITEs and to send ours to the trunk; media is aiortp (G.711 PCMU/PCMA, one RTP
+port pair per call from ``CALLPLANE_SIP_RTP_PORTS``). Everything here is per call: a malformed
+message, a codec mismatch or a crashed conversation ends that call and is logged with its call
+ref, and the socket and every other call carry on.
+
+aiosipua is a micro-library: it leaves the INVITE client transaction's reliability to its user.
+This module adds what a real trunk needs of it: INVITE and BYE retransmission over UDP (RFC 3261
+timers A/E), the ACK to a non-2xx final answer (§17.1.1.3), the ACK and BYE for a 200 OK that
+crosses our CANCEL, and 404 for INVITEs to numbers nobody answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from aiortp import RTPSession
+from aiosipua import (
+    IncomingCall,
+    OutgoingCall,
+    SdpMessage,
+    SipDigestAuth,
+    SipRequest,
+    SipResponse,
+    SipUAC,
+    SipUAS,
+    UdpSipTransport,
+    build_sdp,
+    negotiate_sdp,
+    parse_uri,
+)
+from aiosipua.sdp import SdpNegotiationError
+
+from callplane.telephony.base import (
+    Connection,
+    DialFailed,
+    DialOutcome,
+    DialRequest,
+    InboundOffer,
+    InboundRouter,
+    TelephonyAdapter,
+)
+from callplane.telephony.media import SipConnection
+
+if TYPE_CHECKING:
+    from callplane.settings import Settings
+
+logger = logging.getLogger("callplane.telephony.sip")
+
+USER_AGENT = "callplane"
+#: G.711 µ-law and A-law, the codecs every trunk speaks; offered in this order.
+CODECS = {0: "PCMU", 8: "PCMA"}
+#: RFC 3261 timer values for UDP retransmission.
+T1 = 0.5
+T2 = 4.0
+TIMEOUT_64T1 = 64 * T1
+
+BUSY = {486, 600}
+NO_ANSWER = {408, 480}
+
+
+def outcome_for(status: int) -> DialOutcome:
+    """The DESIGN §10 lifecycle table: which terminal status a SIP failure leads to."""
+    if status in BUSY:
+        return "busy"
+    if status in NO_ANSWER:
+        return "no_answer"
+    return "failed"
+
+
+@dataclass(frozen=True)
+class Trunk:
+    """``sip:[user[:password]@]host[:port]``, the value of ``CALLPLANE_SIP_TRUNK``."""
+
+    host: str
+    port: int = 5060
+    user: str | None = None
+    password: str | None = None
+
+    @classmethod
+    def parse(cls, value: str) -> Trunk:
+        rest = value.strip()
+        if not rest.lower().startswith("sip:"):
+            raise ValueError(f"a SIP trunk is sip:[user[:password]@]host[:port], not {value!r}")
+        rest = rest[4:]
+        user = password = None
+        if "@" in rest:
+            credentials, rest = rest.rsplit("@", 1)
+            user, _, secret = credentials.partition(":")
+            user = unquote(user) or None
+            password = unquote(secret) if secret else None
+        host, port = parse_host_port(rest, default_port=5060)
+        return cls(host=host, port=port, user=user, password=password)
+
+    def __repr__(self) -> str:  # never log the password
+        return f"Trunk(host={self.host!r}, port={self.port}, user={self.user!r})"
+
+
+def parse_host_port(value: str, *, default_port: int) -> tuple[str, int]:
+    host, sep, port = value.strip().rpartition(":")
+    if not sep:
+        host, port = port, str(default_port)
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected host[:port], got {value!r}")
+    return host, int(port)
+
+
+def parse_port_range(value: str) -> tuple[int, int]:
+    low, sep, high = value.partition("-")
+    if not sep or not low.strip().isdigit() or not high.strip().isdigit():
+        raise ValueError(f"expected a port range like 10000-20000, got {value!r}")
+    first, last = int(low), int(high)
+    if not 1024 <= first < last <= 65535:
+        raise ValueError(f"port range {value!r} must lie within 1024-65535, low before high")
+    return first, last
+
+
+class SipAdapter(TelephonyAdapter):
+    def __init__(
+        self,
+        *,
+        trunk: Trunk | None,
+        listen: tuple[str, int],
+        rtp_ports: tuple[int, int],
+        advertised_host: str | None = None,
+    ) -> None:
+        self.trunk = trunk
+        self._listen = listen
+        self._rtp_ports = rtp_ports
+        self._advertised_host = advertised_host
+        self._transport: UdpSipTransport | None = None
+        self._uac: SipUAC | None = None
+        self._uas: SipUAS | None = None
+        self._route: InboundRouter | None = None
+        self._accepting = False
+        self._next_rtp_port = rtp_ports[0]
+        self._connections: dict[str, SipConnection] = {}
+        # INVITEs of ours still waiting for a final answer (kept past CANCEL for the 487).
+        self._dialing: dict[str, OutgoingCall] = {}
+        self._cancelled_inbound: set[str] = set()
+        self._answered: dict[tuple[str, str], int] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SipAdapter:
+        return cls(
+            trunk=Trunk.parse(settings.sip_trunk) if settings.sip_trunk else None,
+            listen=parse_host_port(settings.sip_listen, default_port=5060),
+            rtp_ports=parse_port_range(settings.sip_rtp_ports),
+            advertised_host=settings.sip_advertised_host,
+        )
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def listen_address(self) -> tuple[str, int]:
+        """Where the SIP socket is bound (the real port when the setting asked for 0)."""
+        if self._transport is None:
+            return self._listen
+        return self._transport.local_addr
+
+    @property
+    def _media_host(self) -> str:
+        host = self._advertised_host or self.listen_address[0]
+        return "127.0.0.1" if host in ("0.0.0.0", "") else host
+
+    async def start(self, route_inbound: InboundRouter) -> None:
+        transport = _UdpTransport(local_addr=self._listen)
+        await transport.start()
+        advertised = (self._media_host, transport.local_addr[1])
+        uac = SipUAC(transport, advertised_addr=advertised)
+        uas = SipUAS(transport, user_agent=USER_AGENT, uac=uac, advertised_addr=advertised)
+        uas.on_invite = self._on_invite
+        uas.on_bye = self._on_bye
+        uas.on_cancel = self._on_cancel
+        uas.on_ack_timeout = self._on_ack_timeout
+        # Responses pass through here first: the reliability aiosipua leaves to its user.
+        transport.on_message = self._on_message
+        self._transport, self._uac, self._uas = transport, uac, uas
+        self._route = route_inbound
+        self._accepting = True
+        logger.info("SIP listening on %s:%d (UDP)", *transport.local_addr)
+
+    async def stop(self) -> None:
+        """Refuse new calls; the socket closes once the calls in progress have ended."""
+        self._accepting = False
+        if not self._connections:
+            await self._close_transport()
+
+    async def _close_transport(self) -> None:
+        if self._uac is not None:
+            self._uac.close()
+        if self._transport is not None:
+            await self._transport.stop()
+        self._transport = None
+
+    def _spawn(self, coroutine: Awaitable[None], name: str) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
+        task.set_name(name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _send(self, message: SipRequest | SipResponse, addr: tuple[str, int]) -> None:
+        if self._transport is not None:
+            self._transport.send(message, addr)
+
+    # -- outbound -------------------------------------------------------------------------
+
+    async def dial(self, request: DialRequest) -> Connection:
+        if self.trunk is None:
+            raise DialFailed("failed", "no SIP trunk configured (CALLPLANE_SIP_TRUNK)")
+        if self._uac is None or not self._accepting:
+            raise DialFailed("failed", "the SIP adapter is not running")
+        ref = request.call_ref
+        trunk = self.trunk
+        trunk_addr = (await _resolve(trunk.host), trunk.port)
+        port, reservation = self._reserve_rtp_port()
+        offer = _offer(self._media_host, port)
+        caller = _sip_user(request.from_number) or USER_AGENT
+        listen_port = self.listen_address[1]
+        call = self._uac.send_invite(
+            f"sip:{caller}@{self._media_host}:{listen_port}",
+            f"sip:{_sip_user(request.to_number)}@{trunk.host}:{trunk.port}",
+            trunk_addr,
+            offer,
+            user_agent=USER_AGENT,
+            auth=SipDigestAuth(trunk.user, trunk.password or "") if trunk.user else None,
+        )
+        self._dialing[call.call_id] = call
+        logger.info("call %s: INVITE %s (SIP Call-ID %s)", ref, call.callee, call.call_id)
+        retransmit = asyncio.create_task(self._retransmit_invite(call))
+        try:
+            await call.wait_answered(timeout=request.ring_timeout_seconds)
+        except TimeoutError:
+            self._abandon(call, ref)
+            _release(reservation)
+            raise DialFailed("no_answer", "ring timeout") from None
+        except RuntimeError:
+            _release(reservation)
+            status, reason = call._reject_code, call._reject_reason
+            logger.info("call %s: refused with %d %s", ref, status, reason)
+            raise DialFailed(outcome_for(status), f"{status} {reason}".strip()) from None
+        except BaseException:
+            self._abandon(call, ref)
+            _release(reservation)
+            raise
+        finally:
+            retransmit.cancel()
+        self._dialing.pop(call.call_id, None)
+        try:
+            connection = await self._connect_answered(call, port, reservation, ref)
+        except Exception as exc:
+            logger.warning("call %s: answered but media failed: %s", ref, exc)
+            self._send_bye(call)
+            raise DialFailed("failed", f"media setup failed: {exc}") from None
+        logger.info("call %s: answered", ref)
+        return connection
+
+    async def _connect_answered(
+        self, call: OutgoingCall, port: int, reservation: list[socket.socket], ref: str
+    ) -> SipConnection:
+        answer = call.sdp_answer
+        if answer is None or answer.rtp_address is None or answer.audio is None:
+            raise ValueError("the answer carries no audio SDP")
+        chosen = next((int(f) for f in answer.audio.formats if f.isdigit()), None)
+        if chosen not in CODECS:
+            raise ValueError(f"the answer chose payload type {chosen}, neither PCMU nor PCMA")
+        rtp = await self._open_rtp(port, reservation, answer.rtp_address, chosen)
+        connection = SipConnection(rtp, call_ref=ref, send_bye=lambda: self._hangup_outbound(call))
+        self._register(call.call_id, connection)
+        return connection
+
+    async def _hangup_outbound(self, call: OutgoingCall) -> None:
+        self._send_bye(call)
+
+    def _send_bye(self, call: OutgoingCall) -> None:
+        if self._uac is None or self._transport is None:
+            return
+        with contextlib.suppress(ValueError):  # dialog already over
+            bye = self._uac.send_bye(call.dialog, call.remote_addr)
+            self._spawn(self._retransmit(bye, call.remote_addr), f"bye {call.call_id}")
+
+    def _abandon(self, call: OutgoingCall, ref: str) -> None:
+        """Stop ringing: CANCEL (its 487 is ACKed by ``_on_response`` when it comes)."""
+        if self._uac is None or self._transport is None:
+            return
+        with contextlib.suppress(ValueError):  # already answered or refused
+            cancel = self._uac.send_cancel(call)
+            logger.info("call %s: CANCEL sent", ref)
+            self._spawn(self._retransmit(cancel, call.remote_addr), f"cancel {call.call_id}")
+        # The 487 normally follows at once; forget the call even if it never does.
+        asyncio.get_running_loop().call_later(TIMEOUT_64T1, self._dialing.pop, call.call_id, None)
+
+    async def _retransmit_invite(self, call: OutgoingCall) -> None:
+        """Timer A: resend the current INVITE (auth retries replace it) until it gets an answer."""
+        interval = T1
+        while True:
+            await asyncio.sleep(interval)
+            invite = call.invite
+            cseq = invite.cseq
+            if cseq is None or self._answered.get((call.call_id, "INVITE"), -1) >= cseq.seq:
+                interval = T1
+                continue
+            self._send(invite, call.remote_addr)
+            interval = min(interval * 2, T2)
+
+    async def _retransmit(self, request: SipRequest, addr: tuple[str, int]) -> None:
+        """Timer E: resend a non-INVITE request until any response to it arrives."""
+        call_id, cseq = request.call_id or "", request.cseq
+        if cseq is None:
+            return
+        key = (call_id, cseq.method.upper())
+        interval, waited = T1, 0.0
+        while waited < TIMEOUT_64T1:
+            await asyncio.sleep(interval)
+            waited += interval
+            if self._answered.get(key, -1) >= cseq.seq:
+                break
+            self._send(request, addr)
+            interval = min(interval * 2, T2)
+        self._answered.pop(key, None)
+
+    # -- everything that arrives ----------------------------------------------------------
+
+    def _on_message(self, message: SipRequest | SipResponse, addr: tuple[str, int]) -> None:
+        try:
+            if isinstance(message, SipResponse):
+                self._on_response(message, addr)
+            assert self._uas is not None
+            self._uas._on_message(message, addr)
+        except Exception:
+            logger.exception("SIP message from %s:%d could not be handled", *addr)
+
+    def _on_response(self, response: SipResponse, addr: tuple[str, int]) -> None:
+        call_id, cseq = response.call_id or "", response.cseq
+        if cseq is None:
+            return
+        key = (call_id, cseq.method.upper())
+        self._answered[key] = max(self._answered.get(key, -1), cseq.seq)
+        call = self._dialing.get(call_id)
+        if key[1] != "INVITE" or call is None or response.status_code < 200:
+            return
+        if response.status_code >= 300:
+            self._ack_failure(call, response)
+            if response.status_code not in (401, 407) or call._auth_attempts:
+                self._dialing.pop(call_id, None)
+        elif self._uac is not None and call_id not in self._uac._calls:
+            # Answered after we cancelled: take the call and end it at once.
+            logger.info("SIP Call-ID %s answered after CANCEL; hanging up", call_id)
+            self._dialing.pop(call_id, None)
+            self._uac._calls[call_id] = call
+            self._uac.handle_response(response, addr)
+            self._send_bye(call)
+
+    def _ack_failure(self, call: OutgoingCall, response: SipResponse) -> None:
+        """The ACK of a non-2xx final answer belongs to the INVITE transaction (§17.1.1.3)."""
+        invite = call.invite
+        cseq = invite.cseq
+        ack = SipRequest(method="ACK", uri=invite.uri)
+        for name in ("Via", "From", "Call-ID"):
+            value = invite.headers.get_first(name)
+            if value:
+                ack.headers.set_single(name, value)
+        to = response.headers.get_first("To")
+        if to:
+            ack.headers.set_single("To", to)
+        ack.headers.set_single("CSeq", f"{cseq.seq if cseq else 1} ACK")
+        ack.headers.set_single("Max-Forwards", "70")
+        for route in invite.headers.get("route"):
+            ack.headers.append("Route", route)
+        self._send(ack, call.remote_addr)
+
+    def _on_bye(self, call: IncomingCall, _request: SipRequest) -> None:
+        connection = self._connections.get(call.call_id)
+        if connection is not None:
+            self._spawn(connection.end("remote"), f"remote bye {call.call_id}")
+
+    def _on_cancel(self, request: SipRequest, _addr: tuple[str, int]) -> None:
+        self._cancelled_inbound.add(request.call_id or "")
+
+    def _on_ack_timeout(self, call: IncomingCall) -> None:
+        connection = self._connections.get(call.call_id)
+        if connection is not None:
+            logger.warning("call %s: our 200 OK was never acknowledged", connection.call_ref)
+            self._spawn(connection.end("remote"), f"ack timeout {call.call_id}")
+
+    # -- inbound --------------------------------------------------------------------------
+
+    def _on_invite(self, call: IncomingCall) -> None:
+        if not self._accepting:
+            call.reject(503, "Service Unavailable")
+            return
+        self._spawn(self._answer(call), f"inbound {call.call_id}")
+
+    async def _answer(self, call: IncomingCall) -> None:
+        ref = call.call_id
+        request_uri = parse_uri(call.invite.uri)
+        from_addr = call.invite.from_addr
+        caller = from_addr.uri.user if from_addr and from_addr.uri else None
+        offer = InboundOffer(
+            to_number=unquote(request_uri.user or ""),
+            from_number=unquote(caller) if caller else None,
+            call_ref=ref,
+        )
+        logger.info("inbound SIP Call-ID %s: %s -> %s", ref, offer.from_number, offer.to_number)
+        assert self._route is not None
+        try:
+            runner = await self._route(offer)
+        except Exception:
+            logger.exception("inbound SIP Call-ID %s: routing failed", ref)
+            self._reject(call, 500, "Server Internal Error")
+            return
+        if runner is None:
+            self._reject(call, 404, "Not Found")
+            return
+        port, reservation = self._reserve_rtp_port()
+        try:
+            if call.sdp_offer is None:
+                raise SdpNegotiationError("the INVITE carries no SDP offer")
+            answer, chosen = negotiate_sdp(
+                call.sdp_offer, self._media_host, port, supported_codecs=list(CODECS)
+            )
+            remote = call.sdp_offer.rtp_address
+            if remote is None:
+                raise SdpNegotiationError("the offer names no RTP address")
+            rtp = await self._open_rtp(port, reservation, remote, chosen)
+        except (SdpNegotiationError, OSError) as exc:
+            _release(reservation)
+            logger.warning("inbound SIP Call-ID %s: %s", ref, exc)
+            self._reject(call, 488, "Not Acceptable Here")
+            return
+        if ref in self._cancelled_inbound or self._transport is None:
+            await rtp.close()
+            return
+        call.accept(answer)
+        connection = SipConnection(rtp, call_ref=ref, send_bye=lambda: self._hangup_inbound(call))
+        self._register(ref, connection)
+        try:
+            await runner(connection)
+        except Exception:
+            logger.exception("inbound SIP Call-ID %s: the conversation failed", ref)
+        finally:
+            await connection.hangup()
+
+    def _reject(self, call: IncomingCall, status: int, reason: str) -> None:
+        if call.call_id not in self._cancelled_inbound and self._transport is not None:
+            call.reject(status, reason)
+        self._cancelled_inbound.discard(call.call_id)
+        if self._uas is not None:
+            self._uas._calls.pop(call.call_id, None)
+
+    async def _hangup_inbound(self, call: IncomingCall) -> None:
+        if self._transport is None:
+            return
+        call._stop_retransmissions()
+        bye = call.hangup()
+        if bye is not None:
+            self._spawn(self._retransmit(bye, call.source_addr), f"bye {call.call_id}")
+        if self._uas is not None:
+            self._uas._calls.pop(call.call_id, None)
+
+    # -- media ----------------------------------------------------------------------------
+
+    def _register(self, call_id: str, connection: SipConnection) -> None:
+        self._connections[call_id] = connection
+        connection.start()
+        self._spawn(self._forget_when_ended(call_id, connection), f"watch {call_id}")
+
+    async def _forget_when_ended(self, call_id: str, connection: SipConnection) -> None:
+        await connection.wait_ended()
+        self._connections.pop(call_id, None)
+        self._cancelled_inbound.discard(call_id)
+        if not self._accepting and not self._connections:
+            await self._close_transport()
+
+    def _reserve_rtp_port(self) -> tuple[int, list[socket.socket]]:
+        """An even RTP port with its RTCP neighbour, held by bound sockets until the session
+        binds them (the SDP must name the port before the far end has answered)."""
+        first, last = self._rtp_ports
+        first += first % 2
+        span = (last - first) // 2
+        host = self.listen_address[0]
+        for step in range(span):
+            port = first + ((self._next_rtp_port - first) // 2 + step) % span * 2
+            held: list[socket.socket] = []
+            try:
+                for candidate in (port, port + 1):
+                    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                    held.append(sock)
+                    sock.bind((host, candidate))
+            except OSError:
+                _release(held)
+                continue
+            self._next_rtp_port = port + 2
+            return port, held
+        raise DialFailed("failed", f"no free RTP port in {first}-{last}")
+
+    async def _open_rtp(
+        self,
+        port: int,
+        reservation: list[socket.socket],
+        remote: tuple[str, int],
+        payload_type: int,
+    ) -> RTPSession:
+        _release(reservation)
+        return await RTPSession.create(
+            local_addr=(self.listen_address[0], port),
+            remote_addr=remote,
+            payload_type=payload_type,
+            # Follow the address the far end really sends from (NAT, SBCs), not just its SDP.
+            symmetric_rtp=True,
+        )
+
+
+class _UdpTransport(UdpSipTransport):
+    """aiosipua's UDP transport, bound by us: its own protocol asserts a transport class that
+    Python 3.11's selector loop does not derive from; and with port 0 the real port is kept."""
+
+    async def start(self) -> None:
+        owner = self
+
+        class Protocol(asyncio.DatagramProtocol):
+            def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+                owner._dispatch(data, (str(addr[0]), int(addr[1])))
+
+            def error_received(self, exc: Exception) -> None:
+                # ICMP unreachable from a far end that went away: that call's problem only.
+                logger.debug("SIP socket: %s", exc)
+
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.create_datagram_endpoint(Protocol, local_addr=self.local_addr)
+        self._udp_transport = transport
+        self.local_addr = transport.get_extra_info("sockname")[:2]
+
+
+def _release(sockets: list[socket.socket]) -> None:
+    for sock in sockets:
+        sock.close()
+    sockets.clear()
+
+
+def _offer(host: str, port: int) -> SdpMessage:
+    offer = build_sdp(host, port, 0, CODECS[0])
+    audio = offer.audio
+    assert audio is not None
+    for payload_type, name in list(CODECS.items())[1:]:
+        audio.formats.insert(len(CODECS) - 1, str(payload_type))
+        audio.attributes["rtpmap"].insert(len(CODECS) - 1, f"{payload_type} {name}/8000")
+    return offer
+
+
+def _sip_user(number: str | None) -> str:
+    """A phone number as a SIP URI user part: digits and a leading ``+`` only."""
+    if not number:
+        return ""
+    kept = "".join(ch for ch in number if ch.isdigit() or ch == "+")
+    return kept[:1] + kept[1:].replace("+", "")
+
+
+async def _resolve(host: str) -> str:
+    infos = await asyncio.get_running_loop().getaddrinfo(
+        host, None, family=socket.AF_INET, type=socket.SOCK_DGRAM
+    )
+    return str(infos[0][4][0])
