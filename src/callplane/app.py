@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from callplane import __version__
 from callplane.contacts.purge import purge_task
+from callplane.dashboard import create_dashboard
 from callplane.http import openapi
 from callplane.http.families import STATUS, ErrorFamily, render_validation
 from callplane.http.middleware import RequestContextMiddleware
@@ -55,6 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.runtime = runtime
     include_v1(app)
+    app.mount("/dashboard", create_dashboard(runtime))
     _add_operational_routes(app, runtime)
     _add_fallback_handlers(app)
     openapi.install(app)

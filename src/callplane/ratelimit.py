@@ -45,7 +45,9 @@ class RateLimiter:
     def __init__(self, settings: Settings) -> None:
         self.per_key = parse_limit(settings.rate_limit)
         self.auth_failures = parse_limit(settings.auth_failure_limit)
-        self.storage = _storage(settings) if (self.per_key or self.auth_failures) else None
+        self.signin_failures = parse_limit(settings.signin_limit)
+        limited = self.per_key or self.auth_failures or self.signin_failures
+        self.storage = _storage(settings) if limited else None
         self._strategy = FixedWindowRateLimiter(self.storage) if self.storage else None
 
     async def _retry_after(self, item: RateLimitItem, identity: str) -> int:
@@ -85,5 +87,29 @@ class RateLimiter:
             return
         try:
             await self._strategy.hit(self.auth_failures, f"authfail:{address}")
+        except Exception:
+            log.exception("rate limiter unavailable; failure not counted")
+
+    async def guard_signin(self, identities: list[str]) -> None:
+        """RateLimited while any of these (a client address, an account) has used up its
+        allowance of failed dashboard sign-ins (CALLPLANE_SIGNIN_LIMIT)."""
+        if self.signin_failures is None or self._strategy is None:
+            return
+        try:
+            for identity in identities:
+                key = f"signin:{identity}"
+                if not await self._strategy.test(self.signin_failures, key):
+                    raise RateLimited(await self._retry_after(self.signin_failures, key))
+        except RateLimited:
+            raise
+        except Exception:
+            log.exception("rate limiter unavailable; sign-in allowed")
+
+    async def record_signin_failure(self, identities: list[str]) -> None:
+        if self.signin_failures is None or self._strategy is None:
+            return
+        try:
+            for identity in identities:
+                await self._strategy.hit(self.signin_failures, f"signin:{identity}")
         except Exception:
             log.exception("rate limiter unavailable; failure not counted")

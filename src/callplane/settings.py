@@ -21,6 +21,8 @@ class Settings(BaseSettings):
     redis_prefix: str = "callplane"
     rate_limit: str = "1200/minute"
     auth_failure_limit: str = "100/minute"
+    #: Failed dashboard sign-ins, counted per client address and per account.
+    signin_limit: str = "10/minute"
     public_url: str = "http://127.0.0.1:8000"
     signing_key: str | None = None
     storage_url: str = "file://./recordings"

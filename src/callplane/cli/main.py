@@ -15,6 +15,7 @@ import orjson
 import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.cli.users import users_app
 from callplane.db import Database
 from callplane.errors import CallplaneError
 from callplane.migrate import upgrade
@@ -29,6 +30,7 @@ orgs_app = typer.Typer(help="Organizations.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 app.add_typer(orgs_app, name="orgs")
 app.add_typer(keys_app, name="keys")
+app.add_typer(users_app, name="users")
 
 T = TypeVar("T")
 
@@ -184,10 +186,21 @@ def load(
 
 @app.command()
 def demo() -> None:
-    """Create the demo organization and sample data (once); print its API key."""
+    """Create the demo organization, sample data and dashboard person (once); print the sign-in
+    and the API key."""
     from callplane.demo import ensure_demo
+    from callplane.users.demo import DemoPerson, ensure_demo_person
 
-    org_id, key = _in_transaction(ensure_demo)
+    async def work(session: AsyncSession, settings: Settings) -> tuple[int, str, DemoPerson]:
+        org_id, key = await ensure_demo(session, settings)
+        return org_id, key, await ensure_demo_person(session, settings, org_id)
+
+    org_id, key, person = _in_transaction(work)
+    password = person.password or "(changed since it was created: not shown, not reset)"
+    typer.echo(
+        f"Dashboard: {Settings().public_url}/dashboard/\n"
+        f"  email:    {person.email}\n  password: {password}"
+    )
     typer.echo(f"Demo organization {org_id}. API key:\n{key}")
 
 

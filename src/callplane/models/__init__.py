@@ -14,6 +14,7 @@ from callplane.models import (  # noqa: F401
     external_calls,
     orgs,
     phone_numbers,
+    users,
     voices,
 )
 from callplane.models.base import Base

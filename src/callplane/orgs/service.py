@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, select, update
@@ -70,15 +71,29 @@ async def issue_key(
     return IssuedKey(id=key.id, organization_id=organization_id, api_key=plain)
 
 
-async def revoke_key(session: AsyncSession, key_id: int) -> None:
+async def revoke_key(
+    session: AsyncSession, key_id: int, organization_id: int | None = None
+) -> None:
+    """Revoke a key; with ``organization_id`` (the dashboard), only a key of that organization."""
+    scope = [ApiKey.id == key_id]
+    if organization_id is not None:
+        scope.append(ApiKey.organization_id == organization_id)
     result = await session.execute(
         update(ApiKey)
-        .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
+        .where(*scope, ApiKey.revoked_at.is_(None))
         .values(revoked_at=utcnow())
         .returning(ApiKey.id)
     )
-    if result.first() is None and await session.get(ApiKey, key_id) is None:
+    if result.first() is None and await session.scalar(select(ApiKey.id).where(*scope)) is None:
         raise NotFound(f"API key {key_id} not found")
+
+
+async def list_keys(session: AsyncSession, organization_id: int) -> Sequence[ApiKey]:
+    """The organization's keys, oldest first (never the keys themselves: only hashes are kept)."""
+    rows = await session.scalars(
+        select(ApiKey).where(ApiKey.organization_id == organization_id).order_by(ApiKey.id)
+    )
+    return rows.all()
 
 
 # Plain Core columns: the statement skips the ORM execution path (it runs on every cache miss).

@@ -1,0 +1,46 @@
+"""``callplane users create --org ID EMAIL [--json] [--password-stdin]`` (DESIGN §2, §13)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from callplane.settings import Settings
+
+users_app = typer.Typer(help="People who sign in to the dashboard.", no_args_is_help=True)
+
+
+@users_app.command("create")
+def users_create(
+    email: str,
+    org: Annotated[int, typer.Option("--org", help="Organization id")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    password_stdin: Annotated[
+        bool,
+        typer.Option(
+            "--password-stdin", help="Read the password from stdin instead of generating one"
+        ),
+    ] = False,
+) -> None:
+    """Create a person who signs in to the dashboard; prints their one-time password."""
+    from callplane.cli.main import _in_transaction, _print_json
+    from callplane.users.passwords import generate_password
+    from callplane.users.service import create_user
+
+    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else generate_password()
+
+    async def work(session: AsyncSession, _settings: Settings) -> dict[str, Any]:
+        person = await create_user(session, org, email, password)
+        return {"id": person.id, "email": person.email, "password": password}
+
+    result = _in_transaction(work)
+    if as_json:
+        _print_json(result)
+    else:
+        typer.echo(
+            f"person {result['id']} ({result['email']}) in organization {org}\n"
+            f"password: {result['password']}"
+        )

@@ -1,0 +1,63 @@
+"""Templates (Jinja2, autoescaped) and the HTML responses built from them."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+NAV = (
+    ("calls", "Calls"),
+    ("contacts", "Contacts"),
+    ("data", "Data tables"),
+    ("external-calls", "External calls"),
+    ("numbers", "Phone numbers"),
+    ("keys", "API keys"),
+)
+
+
+def _when(value: datetime | None) -> str:
+    return "—" if value is None else value.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+
+
+def _query(base: dict[str, Any], **changes: Any) -> str:
+    merged = {k: v for k, v in {**base, **changes}.items() if v not in (None, "")}
+    return "?" + urlencode(merged, doseq=True) if merged else ""
+
+
+def build_environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("callplane.dashboard", "templates"),
+        autoescape=select_autoescape(default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["when"] = _when
+    env.filters["pretty"] = _pretty
+    env.filters["segment"] = lambda value: quote(str(value), safe="")
+    env.globals["query"] = _query
+    env.globals["nav"] = NAV
+    return env
+
+
+def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    env: Environment = request.app.state.dashboard.templates
+    visit = getattr(request.state, "visit", None)
+    page = env.get_template(template).render(
+        base=request.scope.get("root_path", ""),
+        person=getattr(request.state, "person", None),
+        csrf=visit.state.csrf if visit else "",
+        section=context.pop("section", None),
+        **context,
+    )
+    return HTMLResponse(page, status_code)

@@ -1,0 +1,24 @@
+// callplane dashboard: the few behaviours plain HTML lacks. Everything works without it.
+"use strict";
+
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("[data-copy]");
+  if (!button) return;
+  const field = document.querySelector(button.dataset.copy);
+  if (!field) return;
+  const done = () => {
+    button.textContent = "Copied";
+    setTimeout(() => { button.textContent = "Copy"; }, 2000);
+  };
+  field.select();
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(field.value).then(done, () => document.execCommand("copy") && done());
+  } else if (document.execCommand("copy")) {
+    done();
+  }
+});
+
+document.addEventListener("submit", (event) => {
+  const message = event.target.dataset && event.target.dataset.confirm;
+  if (message && !window.confirm(message)) event.preventDefault();
+});

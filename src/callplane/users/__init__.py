@@ -1,0 +1,1 @@
+"""People who sign in to the dashboard: accounts, passwords, sign-in checks (DESIGN §13)."""
