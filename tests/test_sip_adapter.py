@@ -13,12 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from callplane.speech.answering import detect_answered_by
+from callplane.speech.synthesis import EspeakSynthesizer
 from callplane.telephony.base import (
     AudioFrame,
     Connection,
     ConversationRunner,
     DialFailed,
     DialRequest,
+    Frame,
     InboundOffer,
 )
 from callplane.telephony.sip import SipAdapter, Trunk
@@ -280,3 +283,44 @@ async def test_ten_concurrent_calls_keep_their_own_audio(
         own = tone_power(tail, frequency)
         others = max(tone_power(tail, f) for f in frequencies if f != frequency)
         assert own > 20 * others, f"call to the {frequency} Hz phone heard another call"
+
+
+@pytest.mark.parametrize(
+    ("spoken", "expected"),
+    [
+        ("Hello?", "human"),
+        (
+            "Hi, you have reached Dana Whitfield. I can't take your call right now, "
+            "please leave a message after the tone.",
+            "voicemail",
+        ),
+    ],
+    ids=["hello", "greeting"],
+)
+async def test_who_answered_is_heard_on_the_line(
+    adapter: SipAdapter, tmp_path: Path, spoken: str, expected: str
+) -> None:
+    speech = EspeakSynthesizer().synthesize(spoken, 8000)
+    audio = pcmu_file(speech + bytes(16000), tmp_path, "far.pcmu")
+    sipp = await start_sipp(answer_scenario(tmp_path, audio, hangup="near"))
+    _trunk(adapter, sipp.port)
+
+    connection = await adapter.dial(_dial())
+    verdict, replayed = await detect_answered_by(connection)
+    first = [frame async for frame in _first_frames(replayed, 10)]
+    await replayed.hangup()
+    await sipp.finish_ok()
+
+    assert verdict == expected
+    # The conversation hears the far end from its first frame, the detector's included.
+    assert len(first) == 10 and all(isinstance(frame, AudioFrame) for frame in first)
+    assert replayed.ended_by == "local"
+
+
+async def _first_frames(connection: Connection, count: int) -> AsyncIterator[Frame]:
+    seen = 0
+    async for frame in connection.frames():
+        yield frame
+        seen += 1
+        if seen == count:
+            return

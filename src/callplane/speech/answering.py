@@ -21,11 +21,13 @@ Pure audio in, a verdict out: no model, no dependency, a few operations per fram
 
 from __future__ import annotations
 
+import asyncio
 import math
 from array import array
 from dataclasses import dataclass, field
 
-from callplane.telephony.base import FRAME_MS, AnsweredBy
+from callplane.telephony.base import FRAME_MS, AnsweredBy, AudioFrame, Connection, Frame
+from callplane.telephony.replay import Replayed
 
 SPEECH_RMS = 400.0
 GREETING_SECONDS = 2.5
@@ -88,3 +90,28 @@ def classify(pcm: bytes, frame_bytes: int = 320) -> AnsweredBy:
         if verdict is not None:
             return verdict
     return "human"
+
+
+async def detect_answered_by(connection: Connection) -> tuple[AnsweredBy, Connection]:
+    """Listen to the first seconds of an answered call for the verdict; returns it with a
+    connection that replays what was heard (the conversation must hear it too).
+
+    A far end that sends no audio at all is a person, decided after ``longest_wait_seconds``.
+    """
+    detector = AnsweringDetector()
+    heard: list[Frame] = []
+    frames = connection.frames()
+    verdict: AnsweredBy | None = None
+    try:
+        async with asyncio.timeout(detector.longest_wait_seconds):
+            async for frame in frames:
+                heard.append(frame)
+                if isinstance(frame, AudioFrame):
+                    verdict = detector.feed(frame.pcm)
+                if verdict is not None:
+                    break
+    except TimeoutError:
+        pass
+    finally:
+        await frames.aclose()  # type: ignore[attr-defined]
+    return verdict or "human", Replayed(connection, heard)

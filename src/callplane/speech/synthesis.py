@@ -128,3 +128,10 @@ def resample(samples: array[int], from_rate: int, to_rate: int) -> array[int]:
         value = sum(map(mul, kernel[phase], padded[start : start + 2 * _HALF_TAPS]))
         out.append(max(-32768, min(32767, round(value))))
     return out
+
+
+def build_synthesizer() -> Synthesizer:
+    """The engine's local synthesizer; fails now, not mid-call, when espeak-ng is missing."""
+    if shutil.which("espeak-ng") is None:
+        raise SynthesisError("espeak-ng is not installed (Debian package espeak-ng)")
+    return EspeakSynthesizer()

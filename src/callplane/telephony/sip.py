@@ -571,3 +571,8 @@ async def _resolve(host: str) -> str:
         host, None, family=socket.AF_INET, type=socket.SOCK_DGRAM
     )
     return str(infos[0][4][0])
+
+
+def build_adapter(settings: Settings) -> SipAdapter:
+    """The engine's entry point for ``CALLPLANE_TELEPHONY=sip``."""
+    return SipAdapter.from_settings(settings)
