@@ -116,7 +116,7 @@ class SipConnection(Connection):
                 await asyncio.sleep(max(0.0, deadline - loop.time()))
         except Exception:
             # The media of one call failing must end that call, never the worker.
-            logger.exception("RTP sender failed", extra={"call_ref": self.call_ref})
+            logger.exception("call %s: RTP sender failed", self.call_ref)
             await self.hangup()
 
     def _send_frame(self) -> None:
@@ -152,7 +152,8 @@ class SipConnection(Connection):
             self._sender.cancel()
         await self._rtp.close()
         logger.info(
-            "call ended by %s after %.1f s",
+            "call %s: ended by %s after %.1f s",
+            self.call_ref,
             ended_by,
             self._recorder.duration_seconds,
             extra={"call_ref": self.call_ref},

@@ -25,6 +25,7 @@ from urllib.parse import unquote
 
 from aiortp import RTPSession
 from aiosipua import (
+    DialogState,
     IncomingCall,
     OutgoingCall,
     SdpMessage,
@@ -255,6 +256,7 @@ class SipAdapter(TelephonyAdapter):
             raise
         finally:
             retransmit.cancel()
+            self._answered.pop((call.call_id, "INVITE"), None)
         self._dialing.pop(call.call_id, None)
         try:
             connection = await self._connect_answered(call, port, reservation, ref)
@@ -290,10 +292,15 @@ class SipAdapter(TelephonyAdapter):
             self._spawn(self._retransmit(bye, call.remote_addr), f"bye {call.call_id}")
 
     def _abandon(self, call: OutgoingCall, ref: str) -> None:
-        """Stop ringing: CANCEL (its 487 is ACKed by ``_on_response`` when it comes)."""
+        """Give up on a call not yet handed to the engine: CANCEL while it rings (the 487 is
+        ACKed by ``_on_response``), BYE when the answer slipped in just before."""
         if self._uac is None or self._transport is None:
             return
-        with contextlib.suppress(ValueError):  # already answered or refused
+        if call.dialog.state is DialogState.CONFIRMED:
+            logger.info("call %s: answered as we gave up; hanging up", ref)
+            self._send_bye(call)
+            return
+        with contextlib.suppress(ValueError):  # already refused
             cancel = self._uac.send_cancel(call)
             logger.info("call %s: CANCEL sent", ref)
             self._spawn(self._retransmit(cancel, call.remote_addr), f"cancel {call.call_id}")
@@ -439,6 +446,7 @@ class SipAdapter(TelephonyAdapter):
             self._reject(call, 488, "Not Acceptable Here")
             return
         if ref in self._cancelled_inbound or self._transport is None:
+            self._cancelled_inbound.discard(ref)
             await rtp.close()
             return
         call.accept(answer)
