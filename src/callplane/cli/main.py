@@ -1,4 +1,4 @@
-"""``callplane serve | migrate | orgs create | keys create | keys revoke | load | demo``.
+"""``callplane serve | migrate | orgs create | keys create|list|revoke | load | demo``.
 
 ``--json`` outputs are a contract (DESIGN §2): exactly one JSON object on stdout.
 """
@@ -6,13 +6,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import orjson
 import typer
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.cli.users import users_app
@@ -53,8 +55,20 @@ def _in_transaction(work: Callable[[AsyncSession, Settings], Awaitable[T]]) -> T
     try:
         return asyncio.run(_run())
     except CallplaneError as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        raise typer.Exit(1) from None
+        fail(exc.message)
+    except (SQLAlchemyError, OSError) as exc:
+        # One clear line, never a traceback: the database is unreachable or refused the work.
+        fail(f"database: {_first_line(exc)}")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
 
 
 def _print_json(value: Any) -> None:
@@ -70,7 +84,14 @@ def serve(
     """Serve the API (applies pending migrations first)."""
     import uvicorn
 
+    from callplane.cli.banner import banner, default_public_url
+
     migrate()
+    # Signed recording URLs must point at this server: unless CALLPLANE_PUBLIC_URL is set, it is
+    # the address served. Set in the environment so every worker process builds the same URLs.
+    if "public_url" not in Settings().model_fields_set:
+        os.environ["CALLPLANE_PUBLIC_URL"] = default_public_url(host, port)
+    typer.echo(banner(Settings(), host, port))
     uvicorn.run(
         "callplane.app:create_app_from_env",
         factory=True,
@@ -110,13 +131,16 @@ def orgs_create(
     async def work(session: AsyncSession, _settings: Settings) -> dict[str, Any]:
         org = await create_organization(session, name)
         key = await issue_key(session, org.id)
-        return {"id": org.id, "name": org.name, "api_key": key.api_key}
+        return {"id": org.id, "name": org.name, "api_key": key.api_key, "key_id": key.id}
 
     result = _in_transaction(work)
     if as_json:
         _print_json(result)
     else:
-        typer.echo(f"organization {result['id']} ({result['name']})\nAPI key: {result['api_key']}")
+        typer.echo(
+            f"organization {result['id']} ({result['name']})\n"
+            f"API key {result['key_id']}: {result['api_key']}"
+        )
 
 
 @keys_app.command("create")
@@ -139,6 +163,35 @@ def keys_create(
         typer.echo(f"key {result['id']}: {result['api_key']}")
 
 
+@keys_app.command("list")
+def keys_list(
+    org: Annotated[int, typer.Option("--org", help="Organization id")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """List an organization's API keys (ids, names, whether revoked; never the keys)."""
+    from callplane.orgs.service import get_organization, list_keys
+
+    async def work(session: AsyncSession, _settings: Settings) -> list[dict[str, Any]]:
+        await get_organization(session, org)
+        return [
+            {
+                "id": k.id,
+                "name": k.name,
+                "created_at": k.created_at.isoformat(),
+                "revoked": k.revoked_at is not None,
+            }
+            for k in await list_keys(session, org)
+        ]
+
+    keys = _in_transaction(work)
+    if as_json:
+        _print_json({"keys": keys})
+        return
+    for k in keys:
+        state = "revoked" if k["revoked"] else "active"
+        typer.echo(f"{k['id']}\t{state}\t{k['created_at']}\t{k['name'] or ''}")
+
+
 @keys_app.command("revoke")
 def keys_revoke(key_id: int) -> None:
     """Revoke an API key (401 from then on, on every process within a second)."""
@@ -157,26 +210,24 @@ def load(
     org: Annotated[int, typer.Option("--org", help="Organization id")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
-    """Import a fixture document (DESIGN §8) in one transaction."""
-    from callplane.loader import LoadError, load_document
+    """Import a fixture document in one transaction (README: "The fixture document")."""
+    from callplane.loader import load_document
     from callplane.orgs.service import get_organization
 
-    raw = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    try:
+        raw = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    except OSError as exc:
+        fail(f"cannot read {file}: {exc.strerror or exc}")
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        typer.echo(f"error: {file} is not valid JSON: {exc}", err=True)
-        raise typer.Exit(1) from None
+        fail(f"{file} is not valid JSON: {exc}")
 
     async def work(session: AsyncSession, settings: Settings) -> dict[str, list[Any]]:
         await get_organization(session, org)
         return await load_document(session, settings, org, document)
 
-    try:
-        created = _in_transaction(work)
-    except LoadError as exc:  # pragma: no cover - _in_transaction already maps it
-        typer.echo(f"error: {exc.message}", err=True)
-        raise typer.Exit(1) from None
+    created = _in_transaction(work)
     if as_json:
         _print_json(created)
     else:
@@ -185,11 +236,25 @@ def load(
 
 
 @app.command()
-def demo() -> None:
+def demo(
+    org: Annotated[
+        int | None,
+        typer.Option("--org", help="Load the sample data into this existing organization instead"),
+    ] = None,
+) -> None:
     """Create the demo organization, sample data and dashboard person (once); print the sign-in
     and the API key."""
-    from callplane.demo import ensure_demo
+    from callplane.demo import ensure_demo, load_demo_into
     from callplane.users.demo import DemoPerson, ensure_demo_person
+
+    if org is not None:
+
+        async def into(session: AsyncSession, settings: Settings) -> dict[str, list[Any]]:
+            return await load_demo_into(session, settings, org)
+
+        for section, ids in _in_transaction(into).items():
+            typer.echo(f"{section}: {len(ids)} created")
+        return
 
     async def work(session: AsyncSession, settings: Settings) -> tuple[int, str, DemoPerson]:
         org_id, key = await ensure_demo(session, settings)

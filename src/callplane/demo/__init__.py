@@ -16,7 +16,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from callplane.deployment import derive_secret, signing_key
 from callplane.loader import load_document
 from callplane.models.orgs import ApiKey, AppSetting
-from callplane.orgs.service import KEY_PREFIX, create_organization, hash_key, issue_key
+from callplane.orgs.service import (
+    KEY_PREFIX,
+    create_organization,
+    get_organization,
+    hash_key,
+    issue_key,
+)
 from callplane.settings import Settings
 
 DEMO_ORG_NAME = "Demo organization"
@@ -30,6 +36,15 @@ def demo_document() -> dict[str, Any]:
         if resource.name.endswith(".json"):
             document.update(orjson.loads(resource.read_bytes()))
     return document
+
+
+async def load_demo_into(
+    session: AsyncSession, settings: Settings, organization_id: int
+) -> dict[str, list[Any]]:
+    """The sample data, into any existing organization: the documents give no deployment-wide
+    ids (agents are named by uuid), and every other id is unique only within an organization."""
+    await get_organization(session, organization_id)
+    return await load_document(session, settings, organization_id, demo_document())
 
 
 async def ensure_demo(session: AsyncSession, settings: Settings) -> tuple[int, str]:

@@ -1,4 +1,8 @@
-"""Fixture section: phone numbers (``agent_id`` names an agent of the same organization)."""
+"""Fixture section: phone numbers (``agent_id`` names an agent of the same organization).
+
+``agent_id`` is the agent's integer id or its uuid: a document that names agents by uuid only
+loads into any organization, since agent ids are unique across the deployment.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ class PhoneNumberItem(BaseModel):
     friendly_name: str | None = Field(default=None, max_length=255)
     area_code: str | None = Field(default=None, max_length=16)
     country: str | None = Field(default=None, max_length=8)
-    agent_id: int | None = None
+    agent_id: int | uuid.UUID | None = None
     created_at: datetime | None = None
 
 
@@ -31,13 +35,16 @@ class PhoneNumberItem(BaseModel):
 async def load_phone_numbers(context: LoadContext, items: list[Any]) -> list[Any]:
     parsed = parse_items("phone_numbers", items, PhoneNumberItem)
     wanted = {p.agent_id for p in parsed if p.agent_id is not None}
-    known = set(
-        await context.session.scalars(
-            select(Agent.id).where(
-                Agent.organization_id == context.organization_id, Agent.id.in_(wanted)
-            )
+    rows = await context.session.execute(
+        select(Agent.id, Agent.uuid).where(
+            Agent.organization_id == context.organization_id,
+            Agent.id.in_([w for w in wanted if isinstance(w, int)])
+            | Agent.uuid.in_([w for w in wanted if isinstance(w, uuid.UUID)]),
         )
     )
+    known: dict[int | uuid.UUID, int] = {}
+    for agent_id, agent_uuid in rows:
+        known[agent_id] = known[agent_uuid] = agent_id
     numbers = []
     for index, item in enumerate(parsed):
         if item.agent_id is not None and item.agent_id not in known:
@@ -50,7 +57,7 @@ async def load_phone_numbers(context: LoadContext, items: list[Any]) -> list[Any
                 friendly_name=item.friendly_name,
                 area_code=item.area_code,
                 country=item.country,
-                agent_id=item.agent_id,
+                agent_id=None if item.agent_id is None else known[item.agent_id],
                 created_at=item.created_at or utcnow(),
                 updated_at=item.created_at or utcnow(),
             )
