@@ -13,14 +13,30 @@ from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from callplane.dashboard import keys, people
+from callplane.dashboard import (
+    calls,
+    contacts,
+    external_calls,
+    keys,
+    numbers,
+    people,
+    tables,
+)
 from callplane.dashboard.rendering import build_environment, render
 from callplane.dashboard.sessions import SessionCodec
 from callplane.runtime import Runtime
 
 log = logging.getLogger("callplane.dashboard")
 
-PAGES = (people.router, keys.router)
+PAGES = (
+    people.router,
+    calls.router,
+    contacts.router,
+    tables.router,
+    external_calls.router,
+    numbers.router,
+    keys.router,
+)
 
 # No inline script or style anywhere, so the policy can forbid both: injected markup cannot run.
 # Media may come from the storage's own presigned URLs (S3), hence any source for audio.

@@ -68,3 +68,30 @@ async def rename_number(
         updated_at=number.updated_at,
         agent=AgentRef(id=agent.id, name=agent.name, uuid=agent.uuid) if agent else None,
     )
+
+
+async def list_numbers(session: AsyncSession, organization_id: int) -> list[PhoneNumberOut]:
+    """The organization's numbers with their agents, in number order (the dashboard's list)."""
+    rows = await session.execute(
+        select(PhoneNumber, Agent)
+        .outerjoin(
+            Agent,
+            (Agent.id == PhoneNumber.agent_id)
+            & (Agent.organization_id == PhoneNumber.organization_id),
+        )
+        .where(PhoneNumber.organization_id == organization_id)
+        .order_by(PhoneNumber.number, PhoneNumber.id)
+    )
+    return [
+        PhoneNumberOut(
+            id=number.id,
+            number=number.number,
+            friendly_name=number.friendly_name,
+            area_code=number.area_code,
+            country=number.country,
+            created_at=number.created_at,
+            updated_at=number.updated_at,
+            agent=AgentRef(id=agent.id, name=agent.name, uuid=agent.uuid) if agent else None,
+        )
+        for number, agent in rows
+    ]

@@ -1,0 +1,133 @@
+"""Calls: list with a status filter, detail (transcript, tags, analysis, recording), cancel while
+enqueued, and a form that places a call through the API's own create rules."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import Query
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from callplane.calls import service
+from callplane.calls.schemas import CallCreate
+from callplane.dashboard.forms import fields
+from callplane.dashboard.rendering import render
+from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
+from callplane.errors import InvalidInput
+from callplane.http.deps import SessionDep
+from callplane.http.pagination import total_pages
+from callplane.models.calls import CALL_STATUSES
+from callplane.voices.service import list_voices
+
+router = dashboard_router()
+PAGE_SIZE = 20
+
+
+@router.get("/calls")
+async def calls_page(
+    request: Request,
+    session: SessionDep,
+    person: CurrentPerson,
+    status: str | None = None,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+) -> Response:
+    status = status if status in CALL_STATUSES else None
+    calls, total = await service.list_calls(
+        session,
+        person.organization_id,
+        page=page,
+        page_size=PAGE_SIZE,
+        status=status,
+        direction=None,
+        created_after=None,
+        created_before=None,
+    )
+    return render(
+        request,
+        "calls.html",
+        section="calls",
+        calls=calls,
+        total=total,
+        page=page,
+        pages=total_pages(total, PAGE_SIZE),
+        status=status,
+        statuses=CALL_STATUSES,
+    )
+
+
+async def _new_call_page(
+    request: Request,
+    session: SessionDep,
+    person: CurrentPerson,
+    values: dict[str, str],
+    errors: list[str],
+    status_code: int = 200,
+) -> Response:
+    voices = await list_voices(session, person.organization_id)
+    return render(
+        request,
+        "call_new.html",
+        status_code,
+        section="calls",
+        voices=voices,
+        values=values,
+        errors=errors,
+    )
+
+
+@router.get("/calls/new")
+async def new_call_page(request: Request, session: SessionDep, person: CurrentPerson) -> Response:
+    return await _new_call_page(request, session, person, {}, [])
+
+
+def _body(form: dict[str, str]) -> dict[str, Any]:
+    """The form as the JSON body ``POST /v1/calls`` would receive (empty fields omitted)."""
+    body: dict[str, Any] = {"to_number": form.get("to_number", "")}
+    for name in ("from_number", "voice_id", "call_prompt", "language"):
+        if form.get(name, "").strip():
+            body[name] = form[name].strip()
+    if form.get("agent_speaks_first"):
+        body["agent_speaks_first"] = True
+    return body
+
+
+def _messages(exc: ValidationError) -> list[str]:
+    return [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+
+
+@router.post("/calls")
+async def place_call(request: Request, session: SessionDep, person: CurrentPerson) -> Response:
+    form = await fields(request)
+    try:
+        body = CallCreate.model_validate(_body(form))
+        call = await service.create_call(session, person.organization_id, body)
+    except ValidationError as exc:
+        return await _new_call_page(request, session, person, form, _messages(exc), 422)
+    except InvalidInput as exc:
+        field = exc.loc[-1] if exc.loc else "body"
+        return await _new_call_page(
+            request, session, person, form, [f"{field}: {exc.message}"], 422
+        )
+    base = request.scope.get("root_path", "")
+    return RedirectResponse(f"{base}/calls/{call.id}", 303)
+
+
+@router.get("/calls/{call_id}")
+async def call_page(
+    request: Request, call_id: uuid.UUID, session: SessionDep, person: CurrentPerson
+) -> Response:
+    call = await service.get_call(session, person.organization_id, call_id)
+    [wire] = await service.calls_wire(session, runtime_of(request), person.organization_id, [call])
+    return render(request, "call.html", section="calls", call=wire)
+
+
+@router.post("/calls/{call_id}/cancel")
+async def cancel(
+    request: Request, call_id: uuid.UUID, session: SessionDep, person: CurrentPerson
+) -> Response:
+    await service.cancel_call(session, person.organization_id, call_id)
+    base = request.scope.get("root_path", "")
+    return RedirectResponse(f"{base}/calls/{call_id}", 303)
