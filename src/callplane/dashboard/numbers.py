@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -47,4 +48,4 @@ async def rename(
         )
     number = await rename_number(session, person.organization_id, number_id, name)
     base = request.scope.get("root_path", "")
-    return RedirectResponse(f"{base}/numbers?renamed={number.number}", 303)
+    return RedirectResponse(f"{base}/numbers?renamed={quote(number.number, safe='')}", 303)
