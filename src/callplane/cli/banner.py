@@ -33,4 +33,5 @@ def banner(settings: Settings, host: str, port: int) -> str:
     return (
         f"callplane serving {served} · database {_without_password(settings.database_url)}"
         f" · storage {settings.storage_url} · telephony {telephony} · docs {served}/v1/docs"
+        f" · dashboard {served}/dashboard/"
     )
