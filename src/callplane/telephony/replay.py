@@ -9,6 +9,10 @@ from callplane.telephony.base import Connection, EndedBy, Frame, Recording
 
 
 class Replayed(Connection):
+    # Two calls are never equal because their fields match (the base is a dataclass).
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
     def __init__(self, inner: Connection, heard: Sequence[Frame]) -> None:
         super().__init__(media=inner.media, answered_by=inner.answered_by)
         self.inner = inner
