@@ -19,8 +19,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import Awaitable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from aiortp import RTPSession
@@ -28,14 +27,12 @@ from aiosipua import (
     DialogState,
     IncomingCall,
     OutgoingCall,
-    SdpMessage,
     SipDigestAuth,
     SipRequest,
     SipResponse,
     SipUAC,
     SipUAS,
     UdpSipTransport,
-    build_sdp,
     negotiate_sdp,
     parse_uri,
 )
@@ -51,15 +48,23 @@ from callplane.telephony.base import (
     TelephonyAdapter,
 )
 from callplane.telephony.media import SipConnection
+from callplane.telephony.sip_config import Trunk, parse_host_port, parse_port_range
+from callplane.telephony.sip_wire import (
+    CODECS,
+    USER_AGENT,
+    UdpTransport,
+    failure_ack,
+    offer,
+    release,
+    resolve,
+    sip_user,
+)
 
 if TYPE_CHECKING:
     from callplane.settings import Settings
 
 logger = logging.getLogger("callplane.telephony.sip")
 
-USER_AGENT = "callplane"
-#: G.711 µ-law and A-law, the codecs every trunk speaks; offered in this order.
-CODECS = {0: "PCMU", 8: "PCMA"}
 #: RFC 3261 timer values for UDP retransmission.
 T1 = 0.5
 T2 = 4.0
@@ -76,53 +81,6 @@ def outcome_for(status: int) -> DialOutcome:
     if status in NO_ANSWER:
         return "no_answer"
     return "failed"
-
-
-@dataclass(frozen=True)
-class Trunk:
-    """``sip:[user[:password]@]host[:port]``, the value of ``CALLPLANE_SIP_TRUNK``."""
-
-    host: str
-    port: int = 5060
-    user: str | None = None
-    password: str | None = None
-
-    @classmethod
-    def parse(cls, value: str) -> Trunk:
-        rest = value.strip()
-        if not rest.lower().startswith("sip:"):
-            raise ValueError(f"a SIP trunk is sip:[user[:password]@]host[:port], not {value!r}")
-        rest = rest[4:]
-        user = password = None
-        if "@" in rest:
-            credentials, rest = rest.rsplit("@", 1)
-            user, _, secret = credentials.partition(":")
-            user = unquote(user) or None
-            password = unquote(secret) if secret else None
-        host, port = parse_host_port(rest, default_port=5060)
-        return cls(host=host, port=port, user=user, password=password)
-
-    def __repr__(self) -> str:  # never log the password
-        return f"Trunk(host={self.host!r}, port={self.port}, user={self.user!r})"
-
-
-def parse_host_port(value: str, *, default_port: int) -> tuple[str, int]:
-    host, sep, port = value.strip().rpartition(":")
-    if not sep:
-        host, port = port, str(default_port)
-    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"expected host[:port], got {value!r}")
-    return host, int(port)
-
-
-def parse_port_range(value: str) -> tuple[int, int]:
-    low, sep, high = value.partition("-")
-    if not sep or not low.strip().isdigit() or not high.strip().isdigit():
-        raise ValueError(f"expected a port range like 10000-20000, got {value!r}")
-    first, last = int(low), int(high)
-    if not 1024 <= first < last <= 65535:
-        raise ValueError(f"port range {value!r} must lie within 1024-65535, low before high")
-    return first, last
 
 
 class SipAdapter(TelephonyAdapter):
@@ -148,6 +106,7 @@ class SipAdapter(TelephonyAdapter):
         # INVITEs of ours still waiting for a final answer (kept past CANCEL for the 487).
         self._dialing: dict[str, OutgoingCall] = {}
         self._cancelled_inbound: set[str] = set()
+        self._inbound: dict[str, IncomingCall] = {}
         self._answered: dict[tuple[str, str], int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -175,7 +134,7 @@ class SipAdapter(TelephonyAdapter):
         return "127.0.0.1" if host in ("0.0.0.0", "") else host
 
     async def start(self, route_inbound: InboundRouter) -> None:
-        transport = _UdpTransport(local_addr=self._listen)
+        transport = UdpTransport(local_addr=self._listen)
         await transport.start()
         advertised = (self._media_host, transport.local_addr[1])
         uac = SipUAC(transport, advertised_addr=advertised)
@@ -223,16 +182,16 @@ class SipAdapter(TelephonyAdapter):
             raise DialFailed("failed", "the SIP adapter is not running")
         ref = request.call_ref
         trunk = self.trunk
-        trunk_addr = (await _resolve(trunk.host), trunk.port)
+        trunk_addr = (await resolve(trunk.host), trunk.port)
         port, reservation = self._reserve_rtp_port()
-        offer = _offer(self._media_host, port)
-        caller = _sip_user(request.from_number) or USER_AGENT
+        sdp_offer = offer(self._media_host, port)
+        caller = sip_user(request.from_number) or USER_AGENT
         listen_port = self.listen_address[1]
         call = self._uac.send_invite(
             f"sip:{caller}@{self._media_host}:{listen_port}",
-            f"sip:{_sip_user(request.to_number)}@{trunk.host}:{trunk.port}",
+            f"sip:{sip_user(request.to_number)}@{trunk.host}:{trunk.port}",
             trunk_addr,
-            offer,
+            sdp_offer,
             user_agent=USER_AGENT,
             auth=SipDigestAuth(trunk.user, trunk.password or "") if trunk.user else None,
         )
@@ -243,16 +202,16 @@ class SipAdapter(TelephonyAdapter):
             await call.wait_answered(timeout=request.ring_timeout_seconds)
         except TimeoutError:
             self._abandon(call, ref)
-            _release(reservation)
+            release(reservation)
             raise DialFailed("no_answer", "ring timeout") from None
         except RuntimeError:
-            _release(reservation)
+            release(reservation)
             status, reason = call._reject_code, call._reject_reason
             logger.info("call %s: refused with %d %s", ref, status, reason)
             raise DialFailed(outcome_for(status), f"{status} {reason}".strip()) from None
         except BaseException:
             self._abandon(call, ref)
-            _release(reservation)
+            release(reservation)
             raise
         finally:
             retransmit.cancel()
@@ -369,22 +328,7 @@ class SipAdapter(TelephonyAdapter):
             self._send_bye(call)
 
     def _ack_failure(self, call: OutgoingCall, response: SipResponse) -> None:
-        """The ACK of a non-2xx final answer belongs to the INVITE transaction (§17.1.1.3)."""
-        invite = call.invite
-        cseq = invite.cseq
-        ack = SipRequest(method="ACK", uri=invite.uri)
-        for name in ("Via", "From", "Call-ID"):
-            value = invite.headers.get_first(name)
-            if value:
-                ack.headers.set_single(name, value)
-        to = response.headers.get_first("To")
-        if to:
-            ack.headers.set_single("To", to)
-        ack.headers.set_single("CSeq", f"{cseq.seq if cseq else 1} ACK")
-        ack.headers.set_single("Max-Forwards", "70")
-        for route in invite.headers.get("route"):
-            ack.headers.append("Route", route)
-        self._send(ack, call.remote_addr)
+        self._send(failure_ack(call.invite, response), call.remote_addr)
 
     def _on_bye(self, call: IncomingCall, _request: SipRequest) -> None:
         connection = self._connections.get(call.call_id)
@@ -403,12 +347,27 @@ class SipAdapter(TelephonyAdapter):
     # -- inbound --------------------------------------------------------------------------
 
     def _on_invite(self, call: IncomingCall) -> None:
+        first = self._inbound.get(call.call_id)
+        if first is not None:
+            # A retransmission (our 100 Trying was lost): aiosipua took it for a new call and
+            # replaced the first one, whose dialog (our tag) the answer is being built on.
+            if self._uas is not None:
+                self._uas._calls[call.call_id] = first
+            first.trying()
+            return
         if not self._accepting:
             call.reject(503, "Service Unavailable")
             return
+        self._inbound[call.call_id] = call
         self._spawn(self._answer(call), f"inbound {call.call_id}")
 
     async def _answer(self, call: IncomingCall) -> None:
+        try:
+            await self._answer_routed(call)
+        finally:
+            self._inbound.pop(call.call_id, None)
+
+    async def _answer_routed(self, call: IncomingCall) -> None:
         ref = call.call_id
         request_uri = parse_uri(call.invite.uri)
         from_addr = call.invite.from_addr
@@ -441,7 +400,7 @@ class SipAdapter(TelephonyAdapter):
                 raise SdpNegotiationError("the offer names no RTP address")
             rtp = await self._open_rtp(port, reservation, remote, chosen)
         except (SdpNegotiationError, OSError) as exc:
-            _release(reservation)
+            release(reservation)
             logger.warning("inbound SIP Call-ID %s: %s", ref, exc)
             self._reject(call, 488, "Not Acceptable Here")
             return
@@ -506,7 +465,7 @@ class SipAdapter(TelephonyAdapter):
                     held.append(sock)
                     sock.bind((host, candidate))
             except OSError:
-                _release(held)
+                release(held)
                 continue
             self._next_rtp_port = port + 2
             return port, held
@@ -519,7 +478,7 @@ class SipAdapter(TelephonyAdapter):
         remote: tuple[str, int],
         payload_type: int,
     ) -> RTPSession:
-        _release(reservation)
+        release(reservation)
         return await RTPSession.create(
             local_addr=(self.listen_address[0], port),
             remote_addr=remote,
@@ -527,58 +486,6 @@ class SipAdapter(TelephonyAdapter):
             # Follow the address the far end really sends from (NAT, SBCs), not just its SDP.
             symmetric_rtp=True,
         )
-
-
-class _UdpTransport(UdpSipTransport):
-    """aiosipua's UDP transport, bound by us: its own protocol asserts a transport class that
-    Python 3.11's selector loop does not derive from; and with port 0 the real port is kept."""
-
-    async def start(self) -> None:
-        owner = self
-
-        class Protocol(asyncio.DatagramProtocol):
-            def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
-                owner._dispatch(data, (str(addr[0]), int(addr[1])))
-
-            def error_received(self, exc: Exception) -> None:
-                # ICMP unreachable from a far end that went away: that call's problem only.
-                logger.debug("SIP socket: %s", exc)
-
-        loop = asyncio.get_running_loop()
-        transport, _ = await loop.create_datagram_endpoint(Protocol, local_addr=self.local_addr)
-        self._udp_transport = transport
-        self.local_addr = transport.get_extra_info("sockname")[:2]
-
-
-def _release(sockets: list[socket.socket]) -> None:
-    for sock in sockets:
-        sock.close()
-    sockets.clear()
-
-
-def _offer(host: str, port: int) -> SdpMessage:
-    offer = build_sdp(host, port, 0, CODECS[0])
-    audio = offer.audio
-    assert audio is not None
-    for payload_type, name in list(CODECS.items())[1:]:
-        audio.formats.insert(len(CODECS) - 1, str(payload_type))
-        audio.attributes["rtpmap"].insert(len(CODECS) - 1, f"{payload_type} {name}/8000")
-    return offer
-
-
-def _sip_user(number: str | None) -> str:
-    """A phone number as a SIP URI user part: digits and a leading ``+`` only."""
-    if not number:
-        return ""
-    kept = "".join(ch for ch in number if ch.isdigit() or ch == "+")
-    return kept[:1] + kept[1:].replace("+", "")
-
-
-async def _resolve(host: str) -> str:
-    infos = await asyncio.get_running_loop().getaddrinfo(
-        host, None, family=socket.AF_INET, type=socket.SOCK_DGRAM
-    )
-    return str(infos[0][4][0])
 
 
 def build_adapter(settings: Settings) -> SipAdapter:
