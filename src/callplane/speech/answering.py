@@ -22,12 +22,15 @@ Pure audio in, a verdict out: no model, no dependency, a few operations per fram
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from array import array
 from dataclasses import dataclass, field
 
 from callplane.telephony.base import FRAME_MS, AnsweredBy, AudioFrame, Connection, Frame
 from callplane.telephony.replay import Replayed
+
+log = logging.getLogger("callplane.speech.answering")
 
 SPEECH_RMS = 400.0
 GREETING_SECONDS = 2.5
@@ -93,11 +96,18 @@ def classify(pcm: bytes, frame_bytes: int = 320) -> AnsweredBy:
 
 
 async def detect_answered_by(connection: Connection) -> tuple[AnsweredBy, Connection]:
-    """Listen to the first seconds of an answered call for the verdict; returns it with a
-    connection that replays what was heard (the conversation must hear it too).
+    """Who answered an outbound call, and the connection to hold the conversation on.
 
-    A far end that sends no audio at all is a person, decided after ``longest_wait_seconds``.
+    An adapter that knows (the simulated network) has said so; a text connection has no audio
+    to judge and is a person. Otherwise this listens to the first seconds (at most
+    ``longest_wait_seconds``; a far end that sends no audio at all is a person) and returns a
+    connection that replays what was heard, since the conversation must hear it too. If the
+    listening task is cancelled the call is hung up first: nobody else holds it yet.
     """
+    if connection.answered_by is not None:
+        return connection.answered_by, connection
+    if connection.media != "audio":
+        return "human", connection
     detector = AnsweringDetector()
     heard: list[Frame] = []
     frames = connection.frames()
@@ -112,6 +122,13 @@ async def detect_answered_by(connection: Connection) -> tuple[AnsweredBy, Connec
                     break
     except TimeoutError:
         pass
+    except Exception:
+        log.exception("listening for who answered failed; taking it for a person")
+    except BaseException:
+        await asyncio.shield(connection.hangup())
+        raise
     finally:
         await frames.aclose()  # type: ignore[attr-defined]
-    return verdict or "human", Replayed(connection, heard)
+    replayed = Replayed(connection, heard)
+    replayed.answered_by = verdict or "human"
+    return replayed.answered_by, replayed

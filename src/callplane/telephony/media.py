@@ -55,7 +55,7 @@ class SipConnection(Connection):
         self._rtp = rtp
         self._send_bye = send_bye
         self._outgoing = bytearray()
-        self._incoming: collections.deque[AudioFrame | None] = collections.deque()
+        self._incoming: collections.deque[AudioFrame] = collections.deque()
         self._incoming_ready = asyncio.Event()
         self._partial = b""
         self._ended = asyncio.Event()
@@ -74,6 +74,9 @@ class SipConnection(Connection):
         if self._ended.is_set():
             return
         self._recorder.heard(pcm)
+        self._deliver(pcm)
+
+    def _deliver(self, pcm: bytes) -> None:
         data = self._partial + pcm
         whole = len(data) - len(data) % FRAME_BYTES
         self._partial = data[whole:]
@@ -84,12 +87,14 @@ class SipConnection(Connection):
         self._incoming_ready.set()
 
     async def frames(self) -> AsyncIterator[Frame]:
+        """A steady 50 frames a second while the call lasts: when the far end sends no RTP
+        (silence suppression, a hold, a broken path) the gap is delivered as silence, so
+        listeners that wait for a pause (end of turn, who answered) see one."""
         while True:
             while self._incoming:
-                frame = self._incoming.popleft()
-                if frame is None:
-                    return
-                yield frame
+                yield self._incoming.popleft()
+            if self._ended.is_set():
+                return
             self._incoming_ready.clear()
             await self._incoming_ready.wait()
 
@@ -130,7 +135,9 @@ class SipConnection(Connection):
         else:
             pcm = SILENCE
         self._rtp.send_audio_pcm_auto(pcm)
-        self._recorder.sent(pcm)
+        gap = self._recorder.sent(pcm)
+        if gap:
+            self._deliver(gap)
 
     def queued_seconds(self) -> float:
         """Audio given to ``play`` and not yet sent (lets callers await the end of a line)."""
@@ -150,7 +157,6 @@ class SipConnection(Connection):
             return
         self.ended_by = ended_by
         self._ended.set()
-        self._incoming.append(None)
         self._incoming_ready.set()
         if self._sender is not None and self._sender is not asyncio.current_task():
             self._sender.cancel()

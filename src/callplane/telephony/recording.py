@@ -26,11 +26,16 @@ class CallRecorder:
         self._sent = bytearray()
         self._heard = bytearray()
 
-    def sent(self, pcm: bytes) -> None:
+    def sent(self, pcm: bytes) -> bytes:
+        """Record the agent's frame; returns the silence added to the far end's track to keep it
+        on the clock (empty when its audio is arriving), which the listener should hear too."""
         self._sent += pcm
         behind = len(self._sent) - len(self._heard) - JITTER_ALLOWANCE_BYTES
-        if behind > 0:
-            self._heard += bytes(behind - behind % SAMPLE_WIDTH)
+        if behind <= 0:
+            return b""
+        gap = bytes(behind - behind % SAMPLE_WIDTH)
+        self._heard += gap
+        return gap
 
     def heard(self, pcm: bytes) -> None:
         self._heard += pcm
