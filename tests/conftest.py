@@ -130,6 +130,8 @@ def make_settings(database_url: str, **overrides: Any) -> Settings:
         "database_url": database_url,
         "log_level": "warning",
         "signing_key": "test-signing-key",
+        # Apps of most tests keep their calls enqueued; engine tests turn the engine on.
+        "worker": "off",
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -339,6 +339,7 @@ async def test_fixture_calls_keep_every_field(app, client):
                 ],
                 "summary": "Booked a table",
                 "keyterms": ["table"],
+                "first_message": "Good evening, this is Chez Nous.",
             }
         ],
     }

@@ -46,6 +46,7 @@ CALL_FIELDS = [
     "analysis_results",
     "summary",
     "keyterms",
+    "first_message",  # extension (DESIGN §6, §10)
 ]
 
 AGENT_UUID = "6f1c2a1e-8a43-4c39-9a55-1d2f3e4a5b01"

@@ -16,6 +16,7 @@ from starlette.responses import Response
 from callplane import __version__
 from callplane.contacts.purge import purge_task
 from callplane.dashboard import create_dashboard
+from callplane.engine.embedded import embedded_engine
 from callplane.http import openapi
 from callplane.http.families import STATUS, ErrorFamily, render_validation
 from callplane.http.middleware import RequestContextMiddleware
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(purge_task(runtime))
+            app.state.engine = await stack.enter_async_context(embedded_engine(runtime))
             yield
         await runtime.close()
 

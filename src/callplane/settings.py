@@ -6,7 +6,9 @@ environment at import time, so tests can run many differently configured apps in
 
 from __future__ import annotations
 
-from pydantic import field_validator
+from typing import Literal
+
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -45,10 +47,49 @@ class Settings(BaseSettings):
     sip_rtp_ports: str = "10000-20000"
     sip_advertised_host: str | None = None
 
+    # The call engine (DESIGN §10).
+    worker: Literal["auto", "embedded", "off"] = "auto"
+    telephony: Literal["simulated", "sip"] = "simulated"
+    max_concurrent_calls: int = Field(default=10, ge=1)
+    ring_timeout_seconds: float = Field(default=30.0, gt=0)
+    max_call_seconds: float = Field(default=1800.0, gt=0)
+    simulated_call_seconds: float = Field(default=5.0, ge=0)
+    #: Lines the simulated person says, one after each line the agent plays (after "Hello?").
+    simulated_script: list[str] = []
+    #: Calls one worker process holds at once (``callplane worker --concurrency``).
+    worker_concurrency: int = Field(default=100, ge=1)
+    #: A worker renews its calls' lease every third of this; a call whose lease ran out is failed.
+    worker_lease_seconds: float = Field(default=30.0, gt=0)
+    #: Idle poll of the queues (PostgreSQL also wakes workers at once with NOTIFY).
+    worker_poll_seconds: float = Field(default=0.5, gt=0)
+    #: On SIGTERM, how long calls in progress may go on before they are hung up.
+    worker_grace_seconds: float = Field(default=30.0, ge=0)
+
+    # Webhooks (DESIGN §11).
+    webhook_timeout_seconds: float = Field(default=15.0, gt=0)
+    webhook_retry_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
+    webhook_allow_private_networks: bool = False
+
     @field_validator("public_url")
     @classmethod
     def _strip_trailing_slash(cls, value: str) -> str:
         return value.rstrip("/")
+
+    @field_validator("webhook_retry_schedule")
+    @classmethod
+    def _check_schedule(cls, value: str) -> str:
+        try:
+            delays = [float(part) for part in value.split(",")]
+        except ValueError:
+            raise ValueError("must be comma-separated seconds, e.g. 0,5,300") from None
+        if not delays or any(d < 0 for d in delays) or delays != sorted(delays):
+            raise ValueError("must be non-negative seconds in increasing order")
+        return value
+
+    @property
+    def webhook_retry_delays(self) -> list[float]:
+        """Seconds after the first try at which each attempt is made (the first is 0)."""
+        return [float(part) for part in self.webhook_retry_schedule.split(",")]
 
     @field_validator(
         "redis_url",

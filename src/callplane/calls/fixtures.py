@@ -74,6 +74,7 @@ class CallItem(BaseModel):
     analysis_results: list[AnalysisResult] = []
     summary: LongText | None = None
     keyterms: list[ShortText] = []
+    first_message: LongText | None = None
 
 
 @section("calls")
@@ -119,6 +120,7 @@ async def load_calls(context: LoadContext, items: list[Any]) -> list[Any]:
                     "analyzers",
                     "summary",
                     "keyterms",
+                    "first_message",
                 }
             ),
             transcripts=[t.model_dump(mode="json", exclude_unset=True) for t in item.transcripts],

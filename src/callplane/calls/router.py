@@ -11,8 +11,16 @@ import orjson
 from fastapi import Header, Query
 from starlette.responses import Response
 
-from callplane.calls import idempotency, service
-from callplane.calls.schemas import CallCreate, CallCreated, CallEnvelope, CallList, Cancelled
+from callplane import wakeups
+from callplane.calls import events, idempotency, service
+from callplane.calls.schemas import (
+    CallCreate,
+    CallCreated,
+    CallEnvelope,
+    CallEventList,
+    CallList,
+    Cancelled,
+)
 from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.pagination import total_pages
@@ -60,6 +68,7 @@ async def create_call(
             if stored is not None:
                 return json_response(stored.body, stored.status_code)
         call = await service.create_call(session, org, body)
+        await wakeups.announce(session, wakeups.CALLS)
         [wire] = await service.calls_wire(session, runtime, org, [call])
         content = {"success": True, "status": call.status, "call_id": call.id, "call": wire}
         if idempotency_key is not None:
@@ -117,6 +126,22 @@ async def get_call(
     summary="Cancel a queued call",
     responses={409: {"description": "The call has started or finished"}},
 )
-async def cancel_call(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
-    await service.cancel_call(session, tenant.organization_id, uuid)
+async def cancel_call(
+    uuid: uuid.UUID, session: SessionDep, runtime: RuntimeDep, tenant: CurrentTenant
+) -> Response:
+    cancelled = await service.cancel_call(session, tenant.organization_id, uuid)
+    if cancelled is not None:
+        await events.record_call_event(
+            session, runtime, cancelled, "call.cancelled", {"status": "cancelled"}
+        )
     return json_response({"success": True, "status": "cancelled", "uuid": uuid})
+
+
+@router.get(
+    "/calls/{uuid}/events",
+    response_model=CallEventList,
+    summary="Every move of a call through its lifecycle, oldest first",
+)
+async def list_call_events(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    found = await events.list_call_events(session, tenant.organization_id, uuid)
+    return json_response({"events": [events.event_wire(e) for e in found]})

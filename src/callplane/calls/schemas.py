@@ -172,6 +172,9 @@ class Call(BaseModel):
     analysis_results: list[AnalysisResult]
     summary: str | None
     keyterms: list[str]
+    first_message: str | None = Field(
+        description="Extension: what the agent says first when the call is answered"
+    )
 
 
 class CallCreate(BaseModel):
@@ -186,6 +189,7 @@ class CallCreate(BaseModel):
     call_prompt: LongText | None = None
     language: Annotated[SafeStr, StringConstraints(max_length=32)] | None = None
     agent_speaks_first: bool | None = Field(default=None, strict=True)
+    first_message: Annotated[SafeStr, StringConstraints(max_length=10_000)] | None = None
     params: Attributes = {}
     external_identifiers: Attributes = {}
     keyterms: Annotated[
@@ -213,6 +217,17 @@ class CallList(BaseModel):
     page: int
     page_size: int
     total_pages: int
+
+
+class CallEvent(BaseModel):
+    sequence: int = Field(description="1, 2, 3... per call, in the order of the moves")
+    type: str = Field(description="call.dialing, call.in_progress, call.ended, call.cancelled")
+    at: datetime
+    data: dict[str, Any] = Field(description="`status` after the move, and what it recorded")
+
+
+class CallEventList(BaseModel):
+    events: list[CallEvent]
 
 
 class Cancelled(BaseModel):

@@ -47,7 +47,7 @@ _SAME_NAME = (
 )
 _AFTER_TAGS = ("agent_speaks_first",)
 _AGENT = ("agent_branch", "agent_commit_id", "agent_branch_name", "external_identifiers", "params")
-_TAIL = ("cart", "analyzers", "analysis_results", "summary", "keyterms")
+_TAIL = ("cart", "analyzers", "analysis_results", "summary", "keyterms", "first_message")
 
 
 def uuid_text(value: uuid.UUID | None) -> str | None:
@@ -198,6 +198,7 @@ async def create_call(session: AsyncSession, organization_id: int, body: CallCre
         call_prompt=body.call_prompt,
         language=body.language,
         agent_speaks_first=body.agent_speaks_first,
+        first_message=body.first_message,
         params=body.params,
         external_identifiers=body.external_identifiers,
         keyterms=body.keyterms,
@@ -252,8 +253,11 @@ async def list_calls(
     return rows.all(), total
 
 
-async def cancel_call(session: AsyncSession, organization_id: int, call_uuid: uuid.UUID) -> None:
-    """enqueued → cancelled; cancelled stays cancelled; any other status is a conflict.
+async def cancel_call(
+    session: AsyncSession, organization_id: int, call_uuid: uuid.UUID
+) -> Call | None:
+    """enqueued → cancelled (returns the cancelled call); cancelled stays cancelled (returns None);
+    any other status is a conflict.
 
     The check and the change are one conditional UPDATE (DESIGN §5): a dispatcher that takes
     the call at the same moment either sees it cancelled or makes this UPDATE match nothing.
@@ -267,12 +271,16 @@ async def cancel_call(session: AsyncSession, organization_id: int, call_uuid: uu
             Call.id == call_uuid,
             Call.status == "enqueued",
         )
-        .values(status="cancelled", updated_at=utcnow())
-        .returning(Call.id)
+        .values(
+            status="cancelled",
+            updated_at=utcnow(),
+            event_sequence=Call.event_sequence + 1,
+        )
+        .returning(Call)
         .execution_options(synchronize_session=False)
     )
     if cancelled is not None:
-        return
+        return cancelled
     status = await session.scalar(
         select(Call.status).where(Call.organization_id == organization_id, Call.id == call_uuid)
     )
@@ -280,3 +288,4 @@ async def cancel_call(session: AsyncSession, organization_id: int, call_uuid: uu
         raise NotFound(CALL_NOT_FOUND)
     if status != "cancelled":
         raise Conflict(f"Call cannot be cancelled: its status is {status}")
+    return None

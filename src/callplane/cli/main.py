@@ -18,6 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.cli.users import users_app
+from callplane.cli.worker import worker
 from callplane.db import Database
 from callplane.errors import CallplaneError
 from callplane.migrate import upgrade
@@ -33,6 +34,7 @@ keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 app.add_typer(orgs_app, name="orgs")
 app.add_typer(keys_app, name="keys")
 app.add_typer(users_app, name="users")
+app.command()(worker)
 
 T = TypeVar("T")
 

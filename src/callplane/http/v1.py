@@ -14,6 +14,7 @@ from callplane.feedback.router import router as feedback
 from callplane.phone_numbers.router import router as phone_numbers
 from callplane.recordings.router import router as recordings
 from callplane.voices.router import router as voices
+from callplane.webhooks.router import router as webhooks
 
 V1_ROUTERS: tuple[APIRouter, ...] = (
     # find_by_attribute first: /calls/{uuid} would otherwise capture it.
@@ -27,6 +28,7 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     recordings,
     voices,
     call_tags,
+    webhooks,
 )
 
 

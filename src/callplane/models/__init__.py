@@ -16,6 +16,7 @@ from callplane.models import (  # noqa: F401
     phone_numbers,
     users,
     voices,
+    webhooks,
 )
 from callplane.models.base import Base
 

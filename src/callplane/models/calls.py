@@ -49,6 +49,10 @@ class Call(Base):
             "created_at",
             "id",
         ),
+        # The engine's queue (DESIGN §10) spans organizations: the oldest enqueued calls, and the
+        # calls in dialing/in_progress whose lease ran out. The one calls index not led by
+        # organization_id, because the dispatcher serves every organization.
+        Index("ix_calls_status_created_at_id", "status", "created_at", "id"),
     )
 
     organization_id: Mapped[int] = mapped_column(
@@ -85,8 +89,36 @@ class Call(Base):
     analysis_results: Mapped[list[Any]] = mapped_column(default=list)
     summary: Mapped[str | None] = mapped_column(Text, default=None)
     keyterms: Mapped[list[str]] = mapped_column(default=list)
+    #: What the agent says first when the call is answered (extension of POST /calls).
+    first_message: Mapped[str | None] = mapped_column(Text, default=None)
+    # The engine's hold on the call (DESIGN §10): which worker process dials it and until when
+    # that worker is presumed alive. Set together with the move to ``dialing``.
+    worker_id: Mapped[str | None] = mapped_column(String(64), default=None)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: The ``sequence`` of the call's newest event; each transition increments it in its UPDATE.
+    event_sequence: Mapped[int] = mapped_column(default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class CallEvent(Base):
+    """One move of a call through its lifecycle (GET /calls/{uuid}/events)."""
+
+    __tablename__ = "call_events"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["organization_id", "call_uuid"],
+            ["calls.organization_id", "calls.id"],
+            ondelete="CASCADE",
+        ),
+    )
+
+    organization_id: Mapped[int] = mapped_column(primary_key=True)
+    call_uuid: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    sequence: Mapped[int] = mapped_column(primary_key=True)
+    type: Mapped[str] = mapped_column(String(32))
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+    data: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
 class CallTagLink(Base):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.models.external_calls import Recording
+from callplane.recordings.storage import recording_key
 from callplane.runtime import Runtime
 
 log = logging.getLogger("callplane.recordings")
@@ -53,3 +55,41 @@ async def sign_recordings(
                 extra={"recording_id": str(recording.id)},
             )
     return urls
+
+
+_EXTENSIONS = {"audio/wav": "wav", "audio/mpeg": "mp3", "audio/ogg": "ogg", "audio/flac": "flac"}
+
+
+async def store_call_recording(
+    runtime: Runtime,
+    organization_id: int,
+    call_id: uuid.UUID,
+    content_type: str,
+    data: bytes,
+    started_at: datetime | None,
+) -> uuid.UUID:
+    """Keep the audio of a platform call; the Call's ``recording_presigned_url`` then serves it.
+
+    The bytes go to storage first and the row is committed after, in its own short
+    transaction: a reader never finds a row whose audio is missing.
+    """
+    recording_id = uuid.uuid4()
+    key = recording_key(organization_id, recording_id)
+    await runtime.storage.put(key, data, content_type)
+    async with runtime.db.session(write=True) as session:
+        session.add(
+            Recording(
+                organization_id=organization_id,
+                id=recording_id,
+                call_id=call_id,
+                file_name=f"call-{call_id}.{_EXTENSIONS.get(content_type, 'bin')}",
+                # The call carries its own transcript: nothing is left for the transcriber.
+                status="transcribed",
+                started_at=started_at,
+                storage_key=key,
+                content_type=content_type,
+                size_bytes=len(data),
+            )
+        )
+        await session.commit()
+    return recording_id

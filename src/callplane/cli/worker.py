@@ -1,0 +1,49 @@
+"""``callplane worker``: the call engine as its own process (DESIGN §10).
+
+The database must be migrated (``callplane migrate``, or any ``serve``). Run as many as needed
+against one PostgreSQL database; they share the calls and webhook
+deliveries. SIGTERM or SIGINT stops it gracefully (calls in progress may finish for up to
+CALLPLANE_WORKER_GRACE_SECONDS).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from typing import Annotated
+
+import typer
+
+from callplane.settings import Settings
+
+
+def worker(
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, help="Calls held at once (default CALLPLANE_WORKER_CONCURRENCY)"),
+    ] = None,
+) -> None:
+    """Run the call engine: dispatch calls, hold conversations, deliver webhooks."""
+    from callplane.engine.worker import Engine
+    from callplane.logs import configure_logging
+    from callplane.runtime import Runtime
+
+    settings = Settings()
+    configure_logging(settings.log_level)
+
+    async def _run() -> None:
+        runtime = Runtime.build(settings)
+        try:
+            engine = Engine(runtime, concurrency=concurrency)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+            await engine.start()
+            typer.echo(f"callplane worker {engine.worker_id} running", err=True)
+            await stop.wait()
+            await engine.stop()
+        finally:
+            await runtime.close()
+
+    asyncio.run(_run())

@@ -1,0 +1,84 @@
+"""Leases: a worker proves it is alive by renewing its calls; a call whose lease ran out is
+failed by whichever worker notices first (DESIGN §10: never dialled twice).
+
+Every third of ``CALLPLANE_WORKER_LEASE_SECONDS`` each worker extends the lease of the calls it
+holds and looks for calls of any worker whose lease has expired. Such a call is failed with a
+conditional UPDATE that re-checks the expiry, so a renewal racing the reaper wins or loses
+cleanly. A worker whose call was failed under it finds out at its next move (the move matches
+nothing) and hangs up.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from sqlalchemy import select, tuple_, update
+
+from callplane.engine.lifecycle import ACTIVE, CallRef, lease_expired
+from callplane.engine.tasks import WorkerTask
+from callplane.engine.worker import Engine
+from callplane.models.base import utcnow
+from callplane.models.calls import Call
+
+log = logging.getLogger("callplane.engine.leases")
+
+REAP_BATCH = 100
+
+
+async def renew(ctx: Engine) -> int:
+    held = list(ctx.held)
+    if not held:
+        return 0
+    expires = utcnow() + timedelta(seconds=ctx.settings.worker_lease_seconds)
+    async with ctx.runtime.db.session(write=True) as session:
+        result = await session.execute(
+            update(Call)
+            .where(
+                tuple_(Call.organization_id, Call.id).in_(
+                    [(r.organization_id, r.call_id) for r in held]
+                ),
+                Call.worker_id == ctx.worker_id,
+                Call.status.in_(ACTIVE),
+            )
+            .values(lease_expires_at=expires)
+            .execution_options(synchronize_session=False)
+        )
+        await session.commit()
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def reap(ctx: Engine) -> int:
+    """Fail the calls whose lease has expired; returns how many."""
+    now = utcnow()
+    async with ctx.runtime.db.session(write=False) as session:
+        rows = (
+            await session.execute(
+                select(Call.organization_id, Call.id, Call.worker_id, Call.started_at)
+                .where(Call.status.in_(ACTIVE), Call.lease_expires_at < now)
+                .limit(REAP_BATCH)
+            )
+        ).all()
+    failed = 0
+    for organization_id, call_id, worker_id, started_at in rows:
+        ref = CallRef(organization_id, call_id, worker_id or "")
+        call = await ctx.transact(lease_expired, ref, started_at)
+        if call is not None:
+            failed += 1
+            log.warning(
+                "call failed: its worker's lease expired",
+                extra={"call_id": str(call_id), "worker_id": worker_id},
+            )
+    return failed
+
+
+async def _step(ctx: Engine) -> bool:
+    await renew(ctx)
+    return await reap(ctx) == REAP_BATCH
+
+
+async def _run(ctx: Engine) -> None:
+    await ctx.repeat(_step, interval=ctx.settings.worker_lease_seconds / 3)
+
+
+LEASES = WorkerTask("leases", _run)

@@ -1,0 +1,150 @@
+"""The simulated phone network (DESIGN §10): every outcome reachable without a phone line.
+
+The far end is chosen by the last four digits of the number dialled:
+
+    0001  busy          0003  failed
+    0002  no_answer     0004  answered by voicemail (a greeting, then silence)
+    else  answered by a person, who says "Hello?" once and then listens
+
+An answered call ends from the far end after ``call_seconds``. Media is text
+(``TextFrame``): the engine's conversation runs unchanged, without speech recognition or
+synthesis. ``script`` makes the person talk back: after "Hello?", each line the agent plays is
+answered with the next line of the script, while lines remain (CALLPLANE_SIMULATED_SCRIPT).
+
+Inbound calls are simulated with ``ring``: it offers a call to the router given to ``start``, as
+a SIP INVITE would, and holds it with the same simulated person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+
+from callplane.telephony.base import (
+    AnsweredBy,
+    Connection,
+    DialFailed,
+    DialRequest,
+    EndedBy,
+    Frame,
+    InboundOffer,
+    InboundRouter,
+    TelephonyAdapter,
+    TextFrame,
+)
+
+log = logging.getLogger("callplane.telephony.simulated")
+
+GREETING = "Hello?"
+VOICEMAIL_GREETING = "You have reached voicemail. Please leave a message after the tone."
+
+
+class SimulatedConnection(Connection):
+    def __init__(
+        self, answered_by: AnsweredBy, call_seconds: float, script: Sequence[str] = ()
+    ) -> None:
+        super().__init__(media="text", answered_by=answered_by)
+        self._incoming: asyncio.Queue[Frame | None] = asyncio.Queue()
+        self._ended = asyncio.Event()
+        self._script = list(script) if answered_by == "human" else []
+        #: Everything the agent played, in order (for tests and logs).
+        self.played: list[Frame] = []
+        self._incoming.put_nowait(
+            TextFrame(GREETING if answered_by == "human" else VOICEMAIL_GREETING)
+        )
+        self._timer = asyncio.get_running_loop().call_later(call_seconds, self._end, "remote")
+
+    def _end(self, by: EndedBy) -> None:
+        if self._ended.is_set():
+            return
+        self.ended_by = by
+        self._timer.cancel()
+        self._ended.set()
+        self._incoming.put_nowait(None)
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        while not self._ended.is_set() or not self._incoming.empty():
+            frame = await self._incoming.get()
+            if frame is None:
+                return
+            yield frame
+
+    async def play(self, frame: Frame) -> None:
+        if self._ended.is_set():
+            return
+        self.played.append(frame)
+        if self._script:
+            self._incoming.put_nowait(TextFrame(self._script.pop(0)))
+
+    async def interrupt(self) -> None:
+        """Nothing is queued: a text line is played whole at once."""
+
+    async def hangup(self) -> None:
+        self._end("local")
+
+    async def wait_ended(self) -> EndedBy:
+        await self._ended.wait()
+        assert self.ended_by is not None
+        return self.ended_by
+
+
+def outcome_of(number: str) -> str:
+    """``busy``, ``no_answer``, ``failed``, ``voicemail`` or ``human`` for a dialled number."""
+    digits = "".join(c for c in number if c.isdigit())
+    return {"0001": "busy", "0002": "no_answer", "0003": "failed", "0004": "voicemail"}.get(
+        digits[-4:], "human"
+    )
+
+
+class SimulatedTelephony(TelephonyAdapter):
+    def __init__(self, call_seconds: float, script: Sequence[str] = ()) -> None:
+        self.call_seconds = call_seconds
+        self.script = tuple(script)
+        self._route_inbound: InboundRouter | None = None
+        self._inbound: set[asyncio.Task[None]] = set()
+        #: Every number dialled, in order (tests count dial attempts with it).
+        self.dialled: list[str] = []
+
+    async def start(self, route_inbound: InboundRouter) -> None:
+        self._route_inbound = route_inbound
+
+    async def stop(self) -> None:
+        self._route_inbound = None
+
+    async def dial(self, request: DialRequest) -> Connection:
+        self.dialled.append(request.to_number)
+        outcome = outcome_of(request.to_number)
+        if outcome == "busy":
+            raise DialFailed("busy", "486 Busy Here (simulated)")
+        if outcome == "no_answer":
+            raise DialFailed("no_answer", "480 Temporarily Unavailable (simulated)")
+        if outcome == "failed":
+            raise DialFailed("failed", "503 Service Unavailable (simulated)")
+        answered_by: AnsweredBy = "voicemail" if outcome == "voicemail" else "human"
+        return SimulatedConnection(answered_by, self.call_seconds, self.script)
+
+    async def ring(self, offer: InboundOffer) -> bool:
+        """Simulate an inbound call: False when refused (SIP would answer 404), else the call is
+        answered and held in the background until it ends."""
+        if self._route_inbound is None:
+            return False
+        runner = await self._route_inbound(offer)
+        if runner is None:
+            return False
+        connection = SimulatedConnection("human", self.call_seconds, self.script)
+
+        async def hold() -> None:
+            try:
+                await runner(connection)
+            except Exception:
+                log.exception("inbound call failed", extra={"call_ref": offer.call_ref})
+            finally:
+                with contextlib.suppress(Exception):
+                    await connection.hangup()
+
+        task = asyncio.create_task(hold(), name=f"inbound-{offer.call_ref}")
+        self._inbound.add(task)
+        task.add_done_callback(self._inbound.discard)
+        return True

@@ -1,0 +1,102 @@
+"""Webhook endpoints and their delivery log (DESIGN §11). Errors in the STATUS shape."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import Query
+from starlette.responses import Response
+
+from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
+from callplane.http.families import STATUS
+from callplane.http.pagination import total_pages
+from callplane.http.responses import json_response
+from callplane.http.routing import family_router
+from callplane.webhooks import service
+from callplane.webhooks.schemas import (
+    Accepted,
+    Deleted,
+    DeliveryList,
+    TestSent,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookList,
+)
+
+router = family_router(STATUS, tags=["webhooks"])
+
+
+@router.post(
+    "/webhooks",
+    response_model=WebhookCreated,
+    status_code=201,
+    summary="Register a webhook endpoint (the secret is shown only here)",
+)
+async def create_webhook(
+    body: WebhookCreate, session: SessionDep, runtime: RuntimeDep, tenant: CurrentTenant
+) -> Response:
+    endpoint = await service.create_webhook(session, runtime.settings, tenant.organization_id, body)
+    return json_response({"webhook": service.webhook_wire(endpoint, with_secret=True)}, 201)
+
+
+@router.get("/webhooks", response_model=WebhookList, summary="List webhook endpoints")
+async def list_webhooks(session: SessionDep, tenant: CurrentTenant) -> Response:
+    endpoints = await service.list_webhooks(session, tenant.organization_id)
+    return json_response({"webhooks": [service.webhook_wire(e) for e in endpoints]})
+
+
+@router.delete("/webhooks/{id}", response_model=Deleted, summary="Delete a webhook endpoint")
+async def delete_webhook(id: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    await service.delete_webhook(session, tenant.organization_id, id)
+    return json_response({"success": True})
+
+
+@router.post(
+    "/webhooks/{id}/test",
+    response_model=TestSent,
+    status_code=202,
+    summary="Send a webhook.test event to this endpoint",
+)
+async def test_webhook(id: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    event_id = await service.send_test(session, tenant.organization_id, id)
+    return json_response({"success": True, "event_id": event_id}, 202)
+
+
+@router.get(
+    "/webhooks/{id}/deliveries",
+    response_model=DeliveryList,
+    summary="Delivery attempts to this endpoint, newest first",
+)
+async def list_deliveries(
+    id: uuid.UUID,
+    session: SessionDep,
+    tenant: CurrentTenant,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=100)] = 20,
+) -> Response:
+    deliveries, total = await service.list_deliveries(
+        session, tenant.organization_id, id, page=page, page_size=page_size
+    )
+    return json_response(
+        {
+            "deliveries": [service.delivery_wire(d) for d in deliveries],
+            "total_count": total,
+            "page": page,
+            "page_size": page_size,
+            "total_pages": total_pages(total, page_size),
+        }
+    )
+
+
+@router.post(
+    "/webhooks/{id}/deliveries/{delivery_id}/redeliver",
+    response_model=Accepted,
+    status_code=202,
+    summary="Send a delivery's event again now",
+)
+async def redeliver(
+    id: uuid.UUID, delivery_id: uuid.UUID, session: SessionDep, tenant: CurrentTenant
+) -> Response:
+    await service.redeliver(session, tenant.organization_id, id, delivery_id)
+    return json_response({"success": True}, 202)
