@@ -58,12 +58,17 @@ def wav_bytes(samples: Any, rate: int = ESPEAK_RATE) -> bytes:
     return out.getvalue()
 
 
-_CODECS = {"mp3": ("mp3", "libmp3lame"), "flac": ("flac", "flac"), "ogg": ("ogg", "libvorbis")}
+_CODECS = {"mp3": ("mp3", "libmp3lame"), "flac": ("flac", "flac"), "ogg": ("ogg", "libopus")}
 
 
 def encoded(samples: Any, fmt: str, rate: int = ESPEAK_RATE) -> bytes:
-    """Mono int16 samples encoded as mp3, flac or ogg (Vorbis) with PyAV's FFmpeg."""
+    """Mono int16 samples encoded as mp3, flac or ogg (Opus) with PyAV's FFmpeg."""
     container_format, codec = _CODECS[fmt]
+    if codec == "libopus" and rate not in (8000, 12000, 16000, 24000, 48000):
+        from callplane.speech.transcriber import resample
+
+        floats = resample(np.asarray(samples, dtype=np.float32) / 32768, rate, 16000)
+        samples, rate = (np.clip(floats, -1, 1) * 32767).astype(np.int16), 16000
     out = io.BytesIO()
     with av.open(out, mode="w", format=container_format) as container:
         stream = container.add_stream(codec, rate=rate, layout="mono")

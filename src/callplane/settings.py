@@ -46,6 +46,12 @@ class Settings(BaseSettings):
     sip_listen: str = "127.0.0.1:5060"
     sip_rtp_ports: str = "10000-20000"
     sip_advertised_host: str | None = None
+    # Recording uploads (POST /external_calls/{uuid}/recordings, DESIGN §12): the largest body
+    # (413 beyond), the longest decoded audio (a longer leg is `error`), and how long a worker's
+    # claim on a leg lasts without renewal (a crashed worker's leg is retried after it).
+    max_recording_bytes: int = 512 * 1024 * 1024
+    max_recording_seconds: float = 14400.0
+    recording_lease_seconds: float = 60.0
 
     # The call engine (DESIGN §10).
     worker: Literal["auto", "embedded", "off"] = "auto"

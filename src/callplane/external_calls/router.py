@@ -4,18 +4,26 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Query
+from fastapi import Header, Query
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from callplane.external_calls import service
-from callplane.external_calls.schemas import ExternalCall, ExternalCallList
+from callplane.errors import InvalidInput
+from callplane.external_calls import service, uploads
+from callplane.external_calls.schemas import (
+    ExternalCall,
+    ExternalCallCreate,
+    ExternalCallList,
+    Recording,
+)
 from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import EXTERNAL_CALLS
 from callplane.http.pagination import total_pages
 from callplane.http.responses import json_response
-from callplane.http.routing import family_router
+from callplane.http.routing import family_router, streamed_body
 from callplane.models import external_calls as models
 from callplane.recordings.service import sign_recordings
 
@@ -57,6 +65,92 @@ async def get_external_call(
     call, legs = await service.get_external_call(session, tenant.organization_id, uuid)
     urls = await sign_recordings(runtime, legs)
     return json_response(_wire(call, legs, urls))
+
+
+@router.post(
+    "/external_calls",
+    status_code=201,
+    response_model=ExternalCall,
+    summary="Create an external call session (its legs are uploaded next)",
+)
+async def create_external_call(
+    body: ExternalCallCreate, session: SessionDep, tenant: CurrentTenant
+) -> Response:
+    call = await service.create_external_call(
+        session, tenant.organization_id, body.model_dump(exclude_unset=False)
+    )
+    return json_response(_wire(call, [], {}), 201)
+
+
+_AUDIO_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "The recording itself (streamed; at most CALLPLANE_MAX_RECORDING_BYTES)",
+        "content": {
+            media: {"schema": {"type": "string", "format": "binary"}}
+            for media in uploads.CANONICAL_TYPES.values()
+        },
+    }
+}
+
+
+@router.post(
+    "/external_calls/{uuid}/recordings",
+    status_code=201,
+    response_model=Recording,
+    summary="Upload a recording leg (the audio is the request body)",
+    openapi_extra=_AUDIO_BODY,
+    responses={
+        404: {"description": "External call not found"},
+        413: {"description": "Recording larger than CALLPLANE_MAX_RECORDING_BYTES"},
+    },
+)
+@streamed_body
+async def upload_recording(
+    uuid: uuid.UUID,
+    request: Request,
+    session: SessionDep,
+    runtime: RuntimeDep,
+    tenant: CurrentTenant,
+    content_type: Annotated[
+        str | None, Header(description="audio/wav, audio/mpeg, audio/ogg or audio/flac")
+    ] = None,
+    file_name: Annotated[
+        str | None, Query(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f\x7f/\\]+$")
+    ] = None,
+    started_at: Annotated[datetime | None, Query(description="when the leg began")] = None,
+    redact: Annotated[
+        bool, Query(description="replace spoken card and account numbers before playback")
+    ] = False,
+) -> Response:
+    media_type = uploads.upload_media_type(content_type)
+    limit = runtime.settings.max_recording_bytes
+    uploads.check_declared_length(request.headers.get("content-length"), limit)
+    organization_id = tenant.organization_id
+    await service.get_external_call(session, organization_id, uuid)
+    # Nothing is written yet: end the transaction so no database lock or connection is held
+    # while the body streams in (a large upload over a slow link takes minutes).
+    await session.commit()
+    try:
+        leg_id, key, size = await uploads.store_upload(
+            runtime.storage, organization_id, request.stream(), media_type, limit
+        )
+    except ClientDisconnect:
+        raise InvalidInput("The upload was interrupted", type_="upload_interrupted") from None
+    leg = await uploads.attach_leg(
+        session,
+        runtime.storage,
+        organization_id,
+        uuid,
+        leg_id=leg_id,
+        key=key,
+        size=size,
+        media_type=media_type,
+        file_name=file_name,
+        started_at=started_at,
+        redact=redact,
+    )
+    return json_response(_wire_leg(leg), 201)
 
 
 def _wire(

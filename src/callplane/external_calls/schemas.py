@@ -63,3 +63,21 @@ class ExternalCallList(BaseModel):
     page: int
     page_size: int
     total_pages: int
+
+
+class SourceIn(BaseModel):
+    id: UUID | None = None
+    name: str | None = Field(default=None, max_length=255)
+    provider: str | None = Field(default=None, max_length=255)
+
+
+class ExternalCallCreate(BaseModel):
+    """Body of POST /external_calls (DESIGN §12). Unknown fields are ignored."""
+
+    external_call_id: str | None = Field(default=None, max_length=255)
+    title: str | None = Field(default=None, max_length=500)
+    direction: Literal["inbound", "outbound"] = "inbound"
+    from_number: str | None = Field(default=None, max_length=64)
+    to_number: str | None = Field(default=None, max_length=64)
+    started_at: datetime | None = None
+    source: SourceIn | None = None

@@ -5,12 +5,14 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import NotFound
 from callplane.http.pagination import count, offset
+from callplane.models.base import utcnow
 from callplane.models.external_calls import ExternalCall, Recording
 
 #: A leg's transcript and summary are shown once its processing is complete (SPEC rule 1).
@@ -68,3 +70,74 @@ async def list_external_calls(
     ).all()
     legs = await visible_legs(session, organization_id, [c.id for c in calls])
     return calls, total, legs
+
+
+async def create_external_call(
+    session: AsyncSession, organization_id: int, fields: dict[str, Any]
+) -> ExternalCall:
+    """A new session with no legs: ``processing`` until legs arrive and are transcribed."""
+    source = fields.pop("source", None) or {}
+    call = ExternalCall(organization_id=organization_id, status="processing", **fields)
+    if source:
+        call.source_id = source.get("id") or uuid.uuid4()
+        call.source_name = source.get("name")
+        call.source_provider = source.get("provider")
+    session.add(call)
+    await session.flush()
+    return call
+
+
+async def lock_external_call(
+    session: AsyncSession, organization_id: int, external_call_id: uuid.UUID
+) -> ExternalCall:
+    """The call, its row locked for the rest of the transaction (PostgreSQL; SQLite's writers
+    are serialized anyway): every change of a leg and the recomputation of the call's status
+    happen under it, so two legs finishing at once cannot both miss each other."""
+    call = await session.scalar(
+        select(ExternalCall)
+        .where(
+            ExternalCall.organization_id == organization_id,
+            ExternalCall.id == external_call_id,
+        )
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if call is None:
+        raise NotFound("External call not found")
+    return call
+
+
+async def add_leg(session: AsyncSession, call: ExternalCall, leg: Recording) -> Recording:
+    """Attach a stored upload as a new ``pending`` leg; the call is processing again."""
+    session.add(leg)
+    await session.flush()
+    await refresh_call(session, call)
+    return leg
+
+
+def derived_status(legs: Sequence[Recording], current: str) -> str:
+    """DESIGN §12: ``error`` if any visible leg failed, ``transcribed`` once every visible leg
+    is; otherwise ``processing``. A call without legs keeps its status."""
+    if not legs:
+        return current
+    statuses = {leg.status for leg in legs}
+    if "error" in statuses:
+        return "error"
+    if statuses == {PROCESSED_STATUS}:
+        return PROCESSED_STATUS
+    return "processing"
+
+
+async def refresh_call(session: AsyncSession, call: ExternalCall) -> None:
+    """Recompute the call's status and duration from its visible legs (call row locked).
+
+    ``duration_seconds`` is the sum of the legs' decoded lengths, rounded; while no leg has a
+    known length (legs imported without one), an imported duration is kept.
+    """
+    legs = (await visible_legs(session, call.organization_id, [call.id]))[call.id]
+    call.status = derived_status(legs, call.status)
+    lengths = [leg.duration_seconds for leg in legs if leg.duration_seconds is not None]
+    if lengths:
+        call.duration_seconds = round(sum(lengths))
+    call.updated_at = utcnow()
+    await session.flush()

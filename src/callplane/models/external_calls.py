@@ -19,6 +19,7 @@ from sqlalchemy import (
     Index,
     String,
     Text,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -83,6 +84,15 @@ class Recording(Base):
             "id",
         ),
         Index("ix_recordings_organization_id_call_id", "organization_id", "call_id"),
+        # The transcription queue: workers of every organization claim from it, so it is not
+        # led by organization_id. Partial: only legs still to be processed are in it.
+        Index(
+            "ix_recordings_work_queue",
+            "status",
+            "lease_expires_at",
+            sqlite_where=text("status IN ('pending', 'processing')"),
+            postgresql_where=text("status IN ('pending', 'processing')"),
+        ),
         # The signed audio URL carries no API key and so no organization: the audio route finds
         # the recording by id alone (DESIGN §7). The one index not led by organization_id.
         Index("ix_recordings_id", "id"),
@@ -105,6 +115,16 @@ class Recording(Base):
     awaiting_redaction: Mapped[bool] = mapped_column(default=False)
     deleted: Mapped[bool] = mapped_column(default=False)
     excluded: Mapped[bool] = mapped_column(default=False)
+    #: Decoded length in seconds, once processed (the call's duration_seconds follows it).
+    duration_seconds: Mapped[float | None] = mapped_column(default=None)
+    #: Why the leg is in ``error``.
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    #: Processing claims so far; a leg whose worker keeps dying stops being retried.
+    attempts: Mapped[int] = mapped_column(default=0, server_default="0")
+    #: The claim of the worker processing the leg: only the holder of the current token may
+    #: finish it, and an expired lease makes the leg claimable again (a crash never strands it).
+    lease_token: Mapped[uuid.UUID | None] = mapped_column(default=None)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

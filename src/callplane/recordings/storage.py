@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import tempfile
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import unquote, urlsplit
@@ -30,6 +31,8 @@ from callplane.settings import Settings
 URL_LIFETIME_SECONDS = 3600
 
 _CHUNK = 64 * 1024
+#: Streamed uploads are written in pieces of about this size (fewer trips to the thread pool).
+_WRITE_BATCH = 1024 * 1024
 _KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}(/[A-Za-z0-9_-]{1,64}){0,3}$")
 
 
@@ -64,9 +67,53 @@ class Storage(ABC):
     @abstractmethod
     async def delete(self, key: str) -> None: ...
 
+    async def put_file(self, key: str, path: Path, content_type: str) -> None:
+        """Store the file at ``path`` (which the caller may delete afterwards)."""
+        await self.put(key, await asyncio.to_thread(path.read_bytes), content_type)
+
+    async def put_stream(self, key: str, chunks: AsyncIterable[bytes], content_type: str) -> int:
+        """Store a stream of unknown length without holding it in memory; returns its size.
+
+        Spooled to a temporary file first, so a stream that fails half-way (the client went
+        away, a size limit raised in ``chunks``) stores nothing.
+        """
+        fd, name = tempfile.mkstemp(prefix="callplane-upload-")
+        path = Path(name)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                size = await _spool(chunks, handle)
+            await self.put_file(key, path, content_type)
+            return size
+        finally:
+            await asyncio.to_thread(path.unlink, True)
+
+    async def download(self, key: str, path: Path) -> None:
+        """Copy the object into a local file (the decoder reads files)."""
+        size = await self.size(key)
+        with path.open("wb") as handle:
+            if size:
+                async for chunk in self.read(key, 0, size - 1):
+                    await asyncio.to_thread(handle.write, chunk)
+
     def presigned_url(self, key: str, content_type: str) -> str | None:
         """The store's own URL for the object, or None when the service serves it itself."""
         return None
+
+
+async def _spool(chunks: AsyncIterable[bytes], handle: BinaryIO) -> int:
+    size = 0
+    batch: list[bytes] = []
+    pending = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        batch.append(chunk)
+        pending += len(chunk)
+        if pending >= _WRITE_BATCH:
+            await asyncio.to_thread(handle.writelines, batch)
+            batch, pending = [], 0
+    if batch:
+        await asyncio.to_thread(handle.writelines, batch)
+    return size
 
 
 class LocalStorage(Storage):
@@ -88,6 +135,37 @@ class LocalStorage(Storage):
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    async def put_stream(self, key: str, chunks: AsyncIterable[bytes], content_type: str) -> int:
+        # Spooled beside the target and renamed into place: no second copy, and a reader never
+        # sees half a file.
+        path = self._path(key)
+        await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upload-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                size = await _spool(chunks, handle)
+            os.replace(tmp, path)
+            return size
+        except BaseException:
+            await asyncio.to_thread(Path(tmp).unlink, True)
+            raise
+
+    async def put_file(self, key: str, path: Path, content_type: str) -> None:
+        target = self._path(key)
+        await asyncio.to_thread(self._copy_in, path, target)
+
+    @staticmethod
+    def _copy_in(source: Path, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".upload-")
+        try:
+            with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+                shutil.copyfileobj(src, out, _WRITE_BATCH)
+            os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -162,6 +240,16 @@ class S3Storage(Storage):
             Key=self._object(key),
             Body=data,
             ContentType=content_type,
+        )
+
+    async def put_file(self, key: str, path: Path, content_type: str) -> None:
+        # upload_file streams from disk, in multipart pieces for large files.
+        await asyncio.to_thread(
+            self.client.upload_file,
+            str(path),
+            self.bucket,
+            self._object(key),
+            ExtraArgs={"ContentType": content_type},
         )
 
     async def size(self, key: str) -> int:

@@ -153,6 +153,10 @@ class WhisperTranscriber(Transcriber):
                 # silence first, which also skips work on long quiet stretches.
                 vad_filter=True,
                 condition_on_previous_text=False,
+                # Greedy decoding only, without the sampling fallback: results are repeatable,
+                # and the fallback's random retries mostly fire on repetitive speech (digit
+                # strings), where they do no better.
+                temperature=0.0,
                 word_timestamps=self.word_timestamps,
             )
             segments = list(raw)
