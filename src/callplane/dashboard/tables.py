@@ -39,7 +39,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return "—"
     if isinstance(value, datetime):
-        return value.isoformat()
+        return value.strftime("%Y-%m-%d %H:%M:%S UTC")
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):
