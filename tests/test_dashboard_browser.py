@@ -189,6 +189,8 @@ def test_cancel_an_enqueued_call_from_its_page(page: Page, tenant: Tenant) -> No
     expect(page.locator("h1 .badge")).to_have_text("cancelled")
     expect(page.get_by_role("button", name="Cancel call")).to_have_count(0)
     assert tenant.api.get(f"/calls/{call_id}").json()["call"]["status"] == "cancelled"
+    events = tenant.api.get(f"/calls/{call_id}/events").json()["events"]
+    assert [e["type"] for e in events][-1] == "call.cancelled"
 
 
 def test_edit_a_custom_data_record_and_read_it_back(page: Page, tenant: Tenant) -> None:

@@ -21,6 +21,7 @@ from callplane.dashboard import (
     numbers,
     people,
     tables,
+    webhooks,
 )
 from callplane.dashboard.rendering import build_environment, render
 from callplane.dashboard.sessions import SessionCodec
@@ -35,6 +36,7 @@ PAGES = (
     tables.router,
     external_calls.router,
     numbers.router,
+    webhooks.router,
     keys.router,
 )
 

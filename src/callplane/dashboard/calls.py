@@ -11,7 +11,8 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from callplane.calls import service
+from callplane import wakeups
+from callplane.calls import events, service
 from callplane.calls.schemas import CallCreate
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
@@ -86,7 +87,7 @@ async def new_call_page(request: Request, session: SessionDep, person: CurrentPe
 def _body(form: dict[str, str]) -> dict[str, Any]:
     """The form as the JSON body ``POST /v1/calls`` would receive (empty fields omitted)."""
     body: dict[str, Any] = {"to_number": form.get("to_number", "")}
-    for name in ("from_number", "voice_id", "call_prompt", "language"):
+    for name in ("from_number", "voice_id", "first_message", "call_prompt", "language"):
         if form.get(name, "").strip():
             body[name] = form[name].strip()
     if form.get("agent_speaks_first"):
@@ -104,6 +105,8 @@ async def place_call(request: Request, session: SessionDep, person: CurrentPerso
     try:
         body = CallCreate.model_validate(_body(form))
         call = await service.create_call(session, person.organization_id, body)
+        # As POST /v1/calls does: wake the workers (the router, not the service, does it).
+        await wakeups.announce(session, wakeups.CALLS)
     except ValidationError as exc:
         return await _new_call_page(request, session, person, form, _messages(exc), 422)
     except InvalidInput as exc:
@@ -128,6 +131,11 @@ async def call_page(
 async def cancel(
     request: Request, call_id: uuid.UUID, session: SessionDep, person: CurrentPerson
 ) -> Response:
-    await service.cancel_call(session, person.organization_id, call_id)
+    cancelled = await service.cancel_call(session, person.organization_id, call_id)
+    if cancelled is not None:
+        # As POST /v1/calls/{uuid}/cancel does: the call's event, and its webhooks.
+        await events.record_call_event(
+            session, runtime_of(request), cancelled, "call.cancelled", {"status": "cancelled"}
+        )
     base = request.scope.get("root_path", "")
     return RedirectResponse(f"{base}/calls/{call_id}", 303)
