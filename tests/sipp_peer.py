@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import shutil
 import socket
 import struct
@@ -22,6 +23,8 @@ from aiortp.codecs import get_codec
 
 SCENARIOS = Path(__file__).parent / "sipp"
 SIPP = shutil.which("sipp")
+if SIPP is None and os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    raise RuntimeError("SIPp is required under CI: scripts/apt-packages.txt lists sip-tester")
 requires_sipp = pytest.mark.skipif(SIPP is None, reason="SIPp (Debian sip-tester) not installed")
 
 
