@@ -27,6 +27,7 @@ from callplane.telephony.base import (
 from callplane.telephony.sip import SipAdapter, Trunk
 from tests.sipp_peer import (
     answer_scenario,
+    free_udp_port,
     pcmu_file,
     render,
     requires_sipp,
@@ -326,3 +327,71 @@ async def _first_frames(connection: Connection, count: int) -> AsyncIterator[Fra
         seen += 1
         if seen == count:
             return
+
+
+def _invite(call_id: str, to: str, listen: tuple[str, int], local_port: int, sdp: str) -> bytes:
+    head = (
+        f"INVITE sip:{to}@{listen[0]}:{listen[1]} SIP/2.0\r\n"
+        f"Via: SIP/2.0/UDP 127.0.0.1:{local_port};branch=z9hG4bK-{call_id}\r\n"
+        f"From: <sip:+15550001111@127.0.0.1:{local_port}>;tag=t-{call_id}\r\n"
+        f"To: <sip:{to}@{listen[0]}:{listen[1]}>\r\n"
+        f"Call-ID: {call_id}\r\nCSeq: 1 INVITE\r\nMax-Forwards: 70\r\n"
+        f"Contact: <sip:127.0.0.1:{local_port}>\r\n"
+    )
+    if sdp:
+        head += "Content-Type: application/sdp\r\n"
+    return f"{head}Content-Length: {len(sdp)}\r\n\r\n{sdp}".encode()
+
+
+async def test_hostile_and_odd_messages_only_affect_their_own_call(tmp_path: Path) -> None:
+    offers: list[str] = []
+
+    async def route(offer: InboundOffer) -> ConversationRunner | None:
+        offers.append(offer.call_ref)
+        await asyncio.sleep(0.3)  # a slow database: the INVITE is retransmitted meanwhile
+
+        async def converse(connection: Connection) -> None:
+            await connection.hangup()
+
+        return converse
+
+    sip = SipAdapter(trunk=None, listen=("127.0.0.1", 0), rtp_ports=(20000, 60000))
+    await sip.start(route)
+    loop = asyncio.get_running_loop()
+    replies: asyncio.Queue[bytes] = asyncio.Queue()
+
+    class Phone(asyncio.DatagramProtocol):
+        def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+            replies.put_nowait(data)
+
+    transport, _ = await loop.create_datagram_endpoint(Phone, local_addr=("127.0.0.1", 0))
+    port = transport.get_extra_info("sockname")[1]
+    sdp = (
+        "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+        f"m=audio {free_udp_port(pair=True)} RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n"
+    )
+
+    async def statuses(call_id: str, until: str) -> list[str]:
+        seen: list[str] = []
+        while not seen or seen[-1] != until:
+            data = await asyncio.wait_for(replies.get(), 5)
+            if f"Call-ID: {call_id}" in data.decode(errors="replace"):
+                seen.append(data.split(b" ", 2)[1].decode())
+        return seen
+
+    try:
+        transport.sendto(b"\x00\xffnot SIP at all\r\n\r\n", sip.listen_address)
+        transport.sendto(
+            _invite("no-sdp", "+15550123", sip.listen_address, port, ""), sip.listen_address
+        )
+        assert (await statuses("no-sdp", "488"))[-1] == "488"  # nothing to answer with
+        twice = _invite("twice", "+15550123", sip.listen_address, port, sdp)
+        transport.sendto(twice, sip.listen_address)
+        await asyncio.sleep(0.1)
+        transport.sendto(twice, sip.listen_address)  # a retransmission, not a second call
+        seen = await statuses("twice", "200")
+        assert seen.count("200") == 1 and "100" in seen
+        assert offers.count("twice") == 1
+    finally:
+        transport.close()
+        await sip.stop()

@@ -157,6 +157,9 @@ class SipAdapter(TelephonyAdapter):
             await self._close_transport()
 
     async def _close_transport(self) -> None:
+        for task in self._tasks:  # retransmissions and watchers: nothing left to send them on
+            if task is not asyncio.current_task():
+                task.cancel()
         if self._uac is not None:
             self._uac.close()
         if self._transport is not None:
