@@ -69,6 +69,8 @@ class Served:
             public_url=self.url,
             storage_url=f"file://{storage}",
             signin_limit="200/minute",
+            # Webhook endpoints on this machine may be registered (nothing delivers: no worker).
+            webhook_allow_private_networks=True,
         )
         self.app = create_app(self.settings)
         config = uvicorn.Config(

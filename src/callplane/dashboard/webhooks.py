@@ -43,7 +43,8 @@ async def _list_page(
         status_code,
         section="webhooks",
         endpoints=[service.webhook_wire(e) for e in endpoints],
-        event_types=EVENT_TYPES,
+        # webhook.test goes only where "Send a test event" sends it, never by subscription.
+        event_types=[t for t in EVENT_TYPES if t != "webhook.test"],
         **context,
     )
 
