@@ -20,6 +20,7 @@ async def test_sign_in_sets_a_locked_down_cookie_and_opens_pages(app):
         r = await c.get("/dashboard/keys")
         assert r.status_code == 200 and person.email in r.text
         assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
+        assert r.headers["cache-control"] == "no-store"
 
 
 async def test_the_api_sets_no_cookie_and_ignores_the_dashboards(app):

@@ -50,9 +50,7 @@ async def create_key(request: Request, session: SessionDep, person: CurrentPerso
         )
     issued = await issue_key(session, person.organization_id, name=name)
     # Rendered, not redirected: the plain key must never sit in a URL or in the history.
-    response = await _page(request, session, person, created=issued, created_name=name)
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return await _page(request, session, person, created=issued, created_name=name)
 
 
 @router.post("/keys/{key_id}/revoke")

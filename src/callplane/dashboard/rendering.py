@@ -61,4 +61,6 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
         section=context.pop("section", None),
         **context,
     )
-    return HTMLResponse(page, status_code)
+    # Pages hold an organization's data: no copy stays in a shared computer's cache after
+    # sign-out, and "back" cannot show them again.
+    return HTMLResponse(page, status_code, headers={"Cache-Control": "no-store"})

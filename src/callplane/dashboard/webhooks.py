@@ -80,11 +80,9 @@ async def add_webhook(request: Request, session: SessionDep, person: CurrentPers
             request, session, person, 422, errors=[f"url: {exc.message}"], values=values
         )
     # Rendered, not redirected: the secret must never sit in a URL or in the history.
-    response = await _list_page(
+    return await _list_page(
         request, session, person, created=service.webhook_wire(endpoint, with_secret=True)
     )
-    response.headers["Cache-Control"] = "no-store"
-    return response
 
 
 @router.post("/webhooks/{webhook_id}/delete")
