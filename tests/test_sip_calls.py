@@ -124,13 +124,11 @@ async def test_agent_hangs_up_at_the_maximum_length(make_app: AppFactory, tmp_pa
         await sipp.finish_ok()  # SIPp received and answered our BYE
         data = await _recording(client, call)
 
-    # The call lasts the listening for who answered (the tone, then a 0.7 s pause: about 1 s)
-    # and then the conversation's 1.5 s; duration and recording both count from the answer.
+    # 1.5 s from the answer, the listening for who answered (about 1 s here) included.
     assert call["status"] == "completed" and call["answered_by"] == "human"
+    assert call["duration"] in (1, 2)
     agent, _, rate = wav_channels(data)
-    seconds = len(agent) / rate
-    assert 2.0 < seconds < 3.5
-    assert call["duration"] in (int(seconds) - 1, int(seconds), int(seconds) + 1)
+    assert 1.3 < len(agent) / rate < 2.3
 
 
 @pytest.mark.parametrize(

@@ -146,10 +146,12 @@ async def converse(engine: Engine, call: Call, ref: CallRef, connection: Connect
     """Hold the conversation of an answered call, then complete it (in_progress → completed)."""
     context = CallContext.from_call(call)
     reason = "the far end hung up"
+    # The maximum length counts from the answer: listening for who answered is part of the call.
+    answered_for = (utcnow() - call.started_at).total_seconds() if call.started_at else 0.0
     try:
         await asyncio.wait_for(
             hold_conversation(context, connection, engine.services),
-            engine.settings.max_call_seconds,
+            max(0.0, engine.settings.max_call_seconds - answered_for),
         )
         if connection.ended_by is None:
             reason = "the agent hung up"
