@@ -97,6 +97,7 @@ class SipAdapter(TelephonyAdapter):
         self._rtp_ports = rtp_ports
         self._advertised_host = advertised_host
         self._transport: UdpSipTransport | None = None
+        self._media_address: str | None = None
         self._uac: SipUAC | None = None
         self._uas: SipUAS | None = None
         self._route: InboundRouter | None = None
@@ -130,12 +131,28 @@ class SipAdapter(TelephonyAdapter):
 
     @property
     def _media_host(self) -> str:
+        """The address written into SDP and Contact (see ``_find_media_host``)."""
+        return self._media_address or self._advertised_host or self.listen_address[0]
+
+    async def _find_media_host(self) -> str:
+        """The setting, else the listen address, else (listening on every interface) the
+        address the system routes toward the trunk, else loopback."""
         host = self._advertised_host or self.listen_address[0]
-        return "127.0.0.1" if host in ("0.0.0.0", "") else host
+        if host not in ("0.0.0.0", ""):
+            return host
+        if self.trunk is not None:
+            with contextlib.suppress(OSError):
+                trunk_ip = await resolve(self.trunk.host)
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+                    probe.connect((trunk_ip, self.trunk.port))  # UDP: nothing is sent
+                    return str(probe.getsockname()[0])
+        return "127.0.0.1"
 
     async def start(self, route_inbound: InboundRouter) -> None:
         transport = UdpTransport(local_addr=self._listen)
         await transport.start()
+        self._transport = transport
+        self._media_address = await self._find_media_host()
         advertised = (self._media_host, transport.local_addr[1])
         uac = SipUAC(transport, advertised_addr=advertised)
         uas = SipUAS(transport, user_agent=USER_AGENT, uac=uac, advertised_addr=advertised)
