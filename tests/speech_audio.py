@@ -12,7 +12,8 @@ RATE = 8000
 
 
 def spoken(text: str) -> bytes:
-    """``text`` spoken by espeak-ng, resampled to the telephone rate (linear interpolation)."""
+    """``text`` spoken by espeak-ng, resampled to the telephone rate (linear interpolation),
+    without espeak's trailing silence (so the audio ends where the speaker stops)."""
     wav = subprocess.run(
         ["espeak-ng", "--stdout", text], check=True, capture_output=True, timeout=30
     ).stdout
@@ -26,7 +27,10 @@ def spoken(text: str) -> bytes:
         i = int(position)
         frac = position - i
         out.append(int(source[i] * (1 - frac) + source[i + 1] * frac))
-    return out.tobytes()
+    end = len(out)
+    while end and abs(out[end - 1]) < 300:
+        end -= 1
+    return out[:end].tobytes()
 
 
 def silence(seconds: float) -> bytes:

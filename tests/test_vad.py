@@ -9,6 +9,7 @@ import pytest
 from callplane.speech.vad import (
     EnergyClassifier,
     FrameClassifier,
+    SpeechPaused,
     SpeechStarted,
     TurnDetector,
     TurnEnded,
@@ -42,9 +43,11 @@ def _seconds(pcm: bytes) -> float:
 def test_a_spoken_sentence_is_one_turn_despite_its_comma_pause(kind: str, sentence: bytes) -> None:
     detector = TurnDetector(CLASSIFIERS[kind](), end_silence_ms=500)
     events = _feed(detector, silence(0.5) + sentence + silence(1.0))
-    assert [type(e) for e in events] == [SpeechStarted, TurnEnded]
-    turn = events[1]
-    assert isinstance(turn, TurnEnded)
+    assert [type(e) for e in events] == [SpeechStarted, SpeechPaused, TurnEnded]
+    paused, turn = events[1:]
+    assert isinstance(turn, TurnEnded) and isinstance(paused, SpeechPaused)
+    # The guess made at the pause is the very audio the turn ends with.
+    assert paused.audio == turn.audio
     assert turn.silence_seconds == pytest.approx(0.5)
     # The turn holds the sentence (pre-roll in, most trailing silence out).
     assert _seconds(sentence) - 0.4 < _seconds(turn.audio) < _seconds(sentence) + 0.3
@@ -54,7 +57,18 @@ def test_a_spoken_sentence_is_one_turn_despite_its_comma_pause(kind: str, senten
 def test_two_sentences_a_second_apart_are_two_turns(sentence: bytes) -> None:
     detector = TurnDetector(WebRtcClassifier())
     events = _feed(detector, sentence + silence(1.0) + sentence + silence(0.6))
-    assert [type(e) for e in events] == [SpeechStarted, TurnEnded] * 2
+    assert [type(e) for e in events] == [SpeechStarted, SpeechPaused, TurnEnded] * 2
+
+
+def test_a_pause_shorter_than_the_end_of_turn_keeps_the_turn_going(sentence: bytes) -> None:
+    detector = TurnDetector(WebRtcClassifier(), pause_ms=200, end_silence_ms=600)
+    events = _feed(detector, sentence + silence(0.4) + sentence + silence(0.8))
+    kinds = [type(e) for e in events]
+    assert kinds == [SpeechStarted, SpeechPaused, SpeechPaused, TurnEnded]
+    first_guess, last_guess, turn = events[1:]
+    assert isinstance(turn, TurnEnded) and isinstance(first_guess, SpeechPaused)
+    assert isinstance(last_guess, SpeechPaused) and last_guess.audio == turn.audio
+    assert _seconds(turn.audio) > 2 * _seconds(sentence) - 0.5
 
 
 @pytest.mark.parametrize("kind", CLASSIFIERS)
@@ -68,7 +82,10 @@ def test_speech_on_a_noisy_line_is_still_found(sentence: bytes) -> None:
     # White noise at about -40 dBFS under everything: WebRTC plus the loudness gate copes.
     pcm = mixed(silence(1.0) + sentence + silence(1.0) + sentence + silence(1.0), 300)
     events = _feed(TurnDetector(WebRtcClassifier()), pcm)
-    assert [type(e) for e in events] == [SpeechStarted, TurnEnded] * 2
+    assert [type(e) for e in events if not isinstance(e, SpeechPaused)] == [
+        SpeechStarted,
+        TurnEnded,
+    ] * 2
 
 
 def test_a_caller_who_never_pauses_is_cut_at_the_longest_turn(sentence: bytes) -> None:

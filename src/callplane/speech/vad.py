@@ -9,6 +9,9 @@ against a slowly tracked noise floor — adequate on clean lines, fooled by loud
 ``TurnDetector`` smooths the frame decisions into two events the turn loop acts on:
 
 - ``SpeechStarted`` once most of the recent frames are speech (the caller barging in);
+- ``SpeechPaused`` once they have been silent for ``pause_ms``: the turn so far, so that
+  recognition can start while the end of the turn is still being waited for (most pauses this
+  long are the end of the turn; if the caller goes on, the guess is thrown away);
 - ``TurnEnded`` once the caller has been silent for ``end_silence_ms`` after speaking, with the
   turn's audio (a little from before the start, trailing silence cut) for recognition.
 """
@@ -94,6 +97,12 @@ class SpeechStarted:
 
 
 @dataclass(frozen=True)
+class SpeechPaused:
+    #: The turn's PCM up to the pause (cut as ``TurnEnded.audio`` would be).
+    audio: bytes
+
+
+@dataclass(frozen=True)
 class TurnEnded:
     #: The turn's PCM, for recognition.
     audio: bytes
@@ -101,7 +110,7 @@ class TurnEnded:
     silence_seconds: float
 
 
-TurnEvent = SpeechStarted | TurnEnded
+TurnEvent = SpeechStarted | SpeechPaused | TurnEnded
 
 
 class TurnDetector:
@@ -111,6 +120,7 @@ class TurnDetector:
         *,
         start_ms: int = 120,
         window_ms: int = 200,
+        pause_ms: int = 240,
         end_silence_ms: int = 500,
         pre_roll_ms: int = 200,
         max_turn_seconds: float = 30.0,
@@ -118,6 +128,7 @@ class TurnDetector:
         self._classifier = classifier or default_classifier()
         self._start_frames = max(1, start_ms // FRAME_MS)
         self._end_frames = max(1, end_silence_ms // FRAME_MS)
+        self._pause_frames = max(1, min(pause_ms, end_silence_ms) // FRAME_MS)
         self._max_frames = int(max_turn_seconds * 1000 // FRAME_MS)
         self._window: deque[tuple[bytes, bool]] = deque(
             maxlen=max(self._start_frames, window_ms // FRAME_MS, pre_roll_ms // FRAME_MS)
@@ -156,12 +167,16 @@ class TurnDetector:
         self._silent_frames = 0 if speech else self._silent_frames + 1
         if self._silent_frames >= self._end_frames or len(self._turn) >= self._max_frames:
             return self._end_turn()
+        if self._silent_frames == self._pause_frames < self._end_frames:
+            return SpeechPaused(self._audio())
         return None
 
-    def _end_turn(self) -> TurnEnded:
-        silent = self._silent_frames
+    def _audio(self) -> bytes:
         # Keep a little of the trailing silence: recognisers clip words that end at the edge.
-        keep = len(self._turn) - max(0, silent - 5)
-        audio = b"".join(self._turn[:keep])
+        keep = len(self._turn) - max(0, self._silent_frames - 5)
+        return b"".join(self._turn[:keep])
+
+    def _end_turn(self) -> TurnEnded:
+        ended = TurnEnded(self._audio(), silence_seconds=self._silent_frames * FRAME_MS / 1000)
         self._speaking, self._turn, self._silent_frames = False, [], 0
-        return TurnEnded(audio=audio, silence_seconds=silent * FRAME_MS / 1000)
+        return ended
