@@ -64,3 +64,18 @@ async def events_of(client: httpx.AsyncClient, org: OrgHandle, call_id: str) -> 
     assert response.status_code == 200, response.text
     events: list[Any] = response.json()["events"]
     return events
+
+
+async def wait_for_event(
+    client: httpx.AsyncClient, org: OrgHandle, call_id: str, type_: str, within: float = 10.0
+) -> list[Any]:
+    """The call's events once one of type ``type_`` is among them (e.g. ``call.analyzed``,
+    written after the call completed)."""
+    deadline = time.monotonic() + within
+    while True:
+        events = await events_of(client, org, call_id)
+        if any(e["type"] == type_ for e in events):
+            return events
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {type_} event for call {call_id} after {within} s")
+        await asyncio.sleep(0.03)

@@ -7,7 +7,13 @@ from datetime import datetime
 import pytest
 
 from tests.conftest import client_for
-from tests.engine_support import create_call, engine_app, events_of, wait_for_call
+from tests.engine_support import (
+    create_call,
+    engine_app,
+    events_of,
+    wait_for_call,
+    wait_for_event,
+)
 from tests.factories import make_org
 from tests.test_calls_helpers import assert_status_error
 
@@ -26,7 +32,7 @@ async def test_an_answered_call_completes_with_timestamps_duration_and_transcrip
             client, org, "+14155550100", first_message="Hi, this is Bright Smiles."
         )
         call = await wait_for_call(client, org, call_id)
-        events = await events_of(client, org, call_id)
+        events = await wait_for_event(client, org, call_id, "call.analyzed")
 
     assert call["status"] == "completed"
     assert call["answered_by"] == "human"
@@ -41,9 +47,19 @@ async def test_an_answered_call_completes_with_timestamps_duration_and_transcrip
     assert ("user", "Bye!") not in lines  # the agent said only one line
     assert all(0 <= t["timestamp"] <= 1.5 for t in call["transcripts"])
 
-    assert [e["sequence"] for e in events] == [1, 2, 3]
-    assert [e["type"] for e in events] == ["call.dialing", "call.in_progress", "call.ended"]
-    assert [e["data"]["status"] for e in events] == ["dialing", "in_progress", "completed"]
+    assert [e["sequence"] for e in events] == [1, 2, 3, 4]
+    assert [e["type"] for e in events] == [
+        "call.dialing",
+        "call.in_progress",
+        "call.ended",
+        "call.analyzed",  # after the call: summary and analyzers (DESIGN §10)
+    ]
+    assert [e["data"]["status"] for e in events] == [
+        "dialing",
+        "in_progress",
+        "completed",
+        "completed",
+    ]
     assert events[1]["data"]["answered_by"] == "human"
     assert events[2]["data"]["duration"] == 1
     assert _at(events[0]["at"]) <= _at(events[1]["at"]) <= _at(events[2]["at"])
@@ -107,7 +123,8 @@ async def test_max_call_length_ends_the_call(make_app):
         call = await wait_for_call(client, org, call_id, within=5)
         events = await events_of(client, org, call_id)
     assert call["status"] == "completed"
-    assert events[-1]["data"]["reason"] == "maximum call length reached"
+    [ended] = [e for e in events if e["type"] == "call.ended"]
+    assert ended["data"]["reason"] == "maximum call length reached"
 
 
 async def test_calls_wait_enqueued_beyond_the_organizations_limit(make_app):

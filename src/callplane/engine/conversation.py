@@ -8,19 +8,19 @@ The engine (``engine.calls``) answers or places the call, then calls, in order:
     ... the engine hangs up, stores the recording and completes the call
         (transcript = context.transcript) ...
     await after_call(context, services)                   # after the call is completed
+    await services.aclose()                               # when the worker stops
 
 ``hold_conversation`` is cut off at CALLPLANE_MAX_CALL_SECONDS (the task is cancelled) and the
 engine hangs up whatever it returns; it never touches the call's status.
 
-This version is the minimal agent DESIGN §10 describes for a deployment without a brain: it
-speaks ``first_message`` (when ``agent_speaks_first`` is not false) and listens, recording
-each line as a transcript entry. The full turn loop (speech recognition, the LLM, synthesis)
-replaces the bodies of these functions and nothing else.
+The conversation itself is the turn loop (``turn_loop.py``: listening, the brain, speaking,
+barge-in); after the call, ``aftercall.py`` writes the summary and analysis results and sends
+``call.analyzed``. Without a brain (CALLPLANE_LLM_BASE_URL unset) the agent speaks
+``first_message`` and listens, as DESIGN §10 says.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 import uuid
@@ -28,17 +28,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from callplane.brain import Brain
+from callplane.engine.aftercall import analyze_call, record_agent_event
+from callplane.engine.listening import Listener
+from callplane.engine.speaking import Speaker
+from callplane.engine.turn_loop import Agent, TranscriptLog, TurnLoop
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
+from callplane.settings import Settings
 from callplane.speech.base import Synthesizer, Transcriber
-from callplane.telephony.base import (
-    FRAME_BYTES,
-    SAMPLE_RATE,
-    AudioFrame,
-    Connection,
-    TextFrame,
-)
+from callplane.telephony.base import Connection
 
 log = logging.getLogger("callplane.engine.conversation")
 
@@ -50,27 +50,54 @@ class ConversationServices:
     runtime: Runtime
     synthesizer: Synthesizer | None = None
     transcriber: Transcriber | None = None
+    brain: Brain | None = None
+
+    async def aclose(self) -> None:
+        if self.brain is not None:
+            await self.brain.aclose()
 
 
 def build_services(runtime: Runtime) -> ConversationServices:
-    return ConversationServices(runtime=runtime, synthesizer=_local_synthesizer())
+    settings = runtime.settings
+    # Whisper takes a second or two and memory to load: only a network with audio needs it.
+    audio = settings.telephony == "sip"
+    return ConversationServices(
+        runtime=runtime,
+        synthesizer=_local_synthesizer(),
+        transcriber=_local_transcriber(settings) if audio else None,
+        brain=Brain.from_settings(settings),
+    )
 
 
 def _local_synthesizer() -> Synthesizer | None:
-    """The local text-to-speech engine when it is installed (``callplane.speech.synthesis``)."""
+    """The local text-to-speech engine (espeak-ng); without it the agent cannot be heard."""
     try:
-        from callplane.speech import synthesis  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None
-    build = getattr(synthesis, "build_synthesizer", None)
-    if build is None:
-        return None
-    try:
-        synthesizer: Synthesizer | None = build()
+        from callplane.speech.synthesis import build_synthesizer
+
+        return build_synthesizer()
     except Exception:
-        log.warning("local speech synthesis unavailable", exc_info=True)
+        log.warning(
+            "local speech synthesis unavailable: the agent will not be heard", exc_info=True
+        )
         return None
-    return synthesizer
+
+
+def _local_transcriber(settings: Settings) -> Transcriber | None:
+    """Whisper, loaded now so the first call does not wait for it; without the speech extra
+    the agent cannot hear the caller (it still speaks and records)."""
+    try:
+        from callplane.speech.transcriber import WhisperTranscriber
+
+        # Word times are for recordings' transcripts; a turn only needs its text (a fifth less
+        # CPU, straight off the response latency).
+        return WhisperTranscriber(
+            settings.whisper_model_dir,
+            cpu_threads=settings.transcriber_threads,
+            word_timestamps=False,
+        )
+    except Exception:
+        log.warning("speech recognition unavailable: the agent will not hear", exc_info=True)
+        return None
 
 
 @dataclass
@@ -94,6 +121,8 @@ class CallContext:
     started_at: datetime
     #: Transcript entries (SPEC's Transcript entry), stored on the call when it completes.
     transcript: list[dict[str, Any]] = field(default_factory=list)
+    #: Seconds from the end of each caller turn to the first media of the agent's reply.
+    latencies: list[float] = field(default_factory=list)
     _started_monotonic: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
@@ -126,42 +155,38 @@ class CallContext:
         """Seconds since the call was answered."""
         return time.monotonic() - self._started_monotonic
 
-    def add_line(self, role: str, text: str) -> dict[str, Any]:
-        entry = {"role": role, "text": text, "timestamp": round(self.elapsed(), 3)}
-        self.transcript.append(entry)
-        return entry
-
-
-async def say(
-    context: CallContext, connection: Connection, services: ConversationServices, text: str
-) -> None:
-    """Speak one line: a text frame on text media, synthesised speech on audio media."""
-    context.add_line("assistant", text)
-    if connection.media == "text":
-        await connection.play(TextFrame(text))
-        return
-    if services.synthesizer is None:
-        log.info(
-            "no speech synthesis configured: line not spoken",
-            extra={"call_id": str(context.call_id)},
-        )
-        return
-    pcm = await asyncio.to_thread(services.synthesizer.synthesize, text, SAMPLE_RATE)
-    for start in range(0, len(pcm), FRAME_BYTES):
-        await connection.play(AudioFrame(pcm[start : start + FRAME_BYTES]))
-
 
 async def hold_conversation(
     context: CallContext, connection: Connection, services: ConversationServices
 ) -> None:
-    """Speak first if asked to, then listen until the far end hangs up."""
-    if context.agent_speaks_first is not False and context.first_message:
-        await say(context, connection, services, context.first_message)
-    async for frame in connection.frames():
-        if isinstance(frame, TextFrame) and frame.text:
-            context.add_line("user", frame.text)
-        # Audio is only heard by a transcriber; the turn loop that has one replaces this body.
+    """The turn loop, until either side hangs up."""
+
+    async def report(type_: str, data: dict[str, Any]) -> None:
+        await record_agent_event(
+            services.runtime, context.organization_id, context.call_id, type_, data
+        )
+
+    loop = TurnLoop(
+        connection=connection,
+        listener=Listener(connection, transcriber=services.transcriber, hints=context.keyterms),
+        speaker=Speaker(connection, services.synthesizer),
+        transcript=TranscriptLog(context.transcript, context.elapsed),
+        agent=Agent(context.call_prompt, context.first_message, context.agent_speaks_first),
+        brain=services.brain,
+        report=report,
+        latencies=context.latencies,
+    )
+    await loop.run()
 
 
 async def after_call(context: CallContext, services: ConversationServices) -> None:
-    """After the call completed: summary and analyzers (the brain's work; none here)."""
+    """After the call completed: summary, analyzers, ``call.analyzed``."""
+    await analyze_call(
+        services.runtime,
+        services.brain,
+        context.organization_id,
+        context.call_id,
+        context.transcript,
+        context.analyzers,
+        context.latencies,
+    )

@@ -241,4 +241,5 @@ class Engine:
             with contextlib.suppress(Exception):
                 await self._listener.close()
             self._listener = None
+        await self.services.aclose()
         log.info("engine stopped", extra={"worker_id": self.worker_id})

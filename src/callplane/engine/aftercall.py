@@ -1,0 +1,87 @@
+"""What the agent writes on a call besides its transcript: the summary and analysis results
+after it ends (then ``call.analyzed``, DESIGN §10), and its own events while it runs.
+
+Both are single ``UPDATE … RETURNING`` statements that also take the call's next event number,
+as every move of a call does (``calls.events``); the agent's own events (``agent.*``) are for
+``GET /calls/{uuid}/events`` and logs, not webhooks (DESIGN §11 lists the webhook types).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import update
+
+from callplane.brain import Brain, run_analyzers, summarize
+from callplane.calls.events import record_call_event
+from callplane.models.base import utcnow
+from callplane.models.calls import Call, CallEvent
+from callplane.runtime import Runtime
+
+
+async def analyze_call(
+    runtime: Runtime,
+    brain: Brain | None,
+    organization_id: int,
+    call_id: uuid.UUID,
+    transcript: Sequence[dict[str, Any]],
+    analyzers: Sequence[dict[str, Any]],
+    latencies: Sequence[float] = (),
+) -> None:
+    """Summary and analyzers (the slow part, outside any transaction), then one write."""
+    summary = await summarize(brain, transcript)
+    results = await run_analyzers(brain, analyzers, transcript)
+    data: dict[str, Any] = {
+        "summary_by": "brain" if brain is not None and summary.error is None else "extractive",
+        "analysis_errors": sum(1 for r in results if r.get("error")),
+        "response_latency_ms": [round(x * 1000) for x in latencies],
+    }
+    if summary.error:
+        data["summary_error"] = summary.error
+    async with runtime.db.session(write=True) as session:
+        call = await session.scalar(
+            update(Call)
+            .where(Call.organization_id == organization_id, Call.id == call_id)
+            .values(
+                summary=summary.text,
+                analysis_results=results,
+                event_sequence=Call.event_sequence + 1,
+                updated_at=utcnow(),
+            )
+            .returning(Call)
+            .execution_options(synchronize_session=False)
+        )
+        if call is None:
+            return
+        await record_call_event(
+            session, runtime, call, "call.analyzed", {"status": call.status, **data}
+        )
+        await session.commit()
+
+
+async def record_agent_event(
+    runtime: Runtime, organization_id: int, call_id: uuid.UUID, type_: str, data: dict[str, Any]
+) -> None:
+    async with runtime.db.session(write=True) as session:
+        sequence = await session.scalar(
+            update(Call)
+            .where(Call.organization_id == organization_id, Call.id == call_id)
+            .values(event_sequence=Call.event_sequence + 1)
+            .returning(Call.event_sequence)
+            .execution_options(synchronize_session=False)
+        )
+        if sequence is None:
+            return
+        session.add(
+            CallEvent(
+                organization_id=organization_id,
+                call_uuid=call_id,
+                sequence=sequence,
+                type=type_,
+                at=utcnow(),
+                data=data,
+            )
+        )
+        await session.commit()

@@ -1,0 +1,139 @@
+"""The agent's ears: the far end's media in, caller events out.
+
+Audio (SIP): every frame goes through voice-activity detection (``speech.vad``). The caller
+starting to speak is reported at once (``CallerSpeaking``: the turn loop's barge-in); the end of
+their turn is recognised off the event loop and reported as ``CallerSaid``. Recognition starts
+at the first pause (``SpeechPaused``), while the end of the turn is still being waited for: when
+the turn does end there, its text is ready sooner; when the caller goes on, the guess is
+dropped. A line that stops
+sending audio is heard as silence, so a turn still ends when the far end goes quiet by sending
+nothing. Text (the simulated network): each ``TextFrame`` is a whole caller turn.
+
+Times are ``time.monotonic()`` seconds, so the turn loop can measure its response latency from
+the moment the caller stopped speaking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+
+from callplane.speech.base import Transcriber
+from callplane.speech.vad import SpeechPaused, SpeechStarted, TurnDetector, TurnEnded
+from callplane.telephony.base import SAMPLE_RATE, SAMPLE_WIDTH, AudioFrame, Connection, TextFrame
+
+log = logging.getLogger("callplane.engine.listening")
+
+#: Without audio for this long, the line is taken to be silent (for end of turn).
+GAP_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class CallerSpeaking:
+    at: float
+
+
+@dataclass(frozen=True)
+class CallerSaid:
+    text: str
+    #: When the caller began and stopped speaking.
+    started_at: float
+    ended_at: float
+
+
+@dataclass(frozen=True)
+class CallerGone:
+    """The far end hung up: the frames ran out."""
+
+
+CallerEvent = CallerSpeaking | CallerSaid | CallerGone
+
+
+class Listener:
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        transcriber: Transcriber | None,
+        hints: Sequence[str] = (),
+        detector: Callable[[], TurnDetector] = TurnDetector,
+    ) -> None:
+        self._connection = connection
+        self._transcriber = transcriber
+        self._hints = tuple(hints)
+        self._detector = detector
+
+    async def events(self) -> AsyncIterator[CallerEvent]:
+        if self._connection.media == "text":
+            async for frame in self._connection.frames():
+                if isinstance(frame, TextFrame) and frame.text.strip():
+                    now = time.monotonic()
+                    yield CallerSpeaking(now)
+                    yield CallerSaid(frame.text.strip(), now, now)
+        else:
+            async for event in self._audio_events():
+                yield event
+        yield CallerGone()
+
+    async def _audio_events(self) -> AsyncIterator[CallerEvent]:
+        # A separate task drains the frames: waiting on a queue with a timeout is safe, waiting
+        # on the adapter's iterator with one would cancel (and so end) that iterator.
+        inbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+        pump = asyncio.create_task(self._pump(inbox))
+        detector = self._detector()
+        speech_started = time.monotonic()
+        guess: asyncio.Task[str] | None = None
+        try:
+            while True:
+                try:
+                    pcm = await asyncio.wait_for(inbox.get(), GAP_SECONDS)
+                except TimeoutError:
+                    pcm = bytes(int(GAP_SECONDS * SAMPLE_RATE) * SAMPLE_WIDTH)
+                if pcm is None:
+                    return
+                for event in detector.push(pcm):
+                    if isinstance(event, SpeechStarted):
+                        speech_started = time.monotonic()
+                        yield CallerSpeaking(speech_started)
+                    elif isinstance(event, SpeechPaused):
+                        guess = asyncio.create_task(self._recognise(event.audio))
+                    elif isinstance(event, TurnEnded):
+                        ended = time.monotonic() - event.silence_seconds
+                        # The pause's guess heard this very audio unless the turn was cut at its
+                        # longest (no pause before the end).
+                        if guess is None or event.silence_seconds == 0:
+                            text = await self._recognise(event.audio)
+                        else:
+                            text = await guess
+                        guess = None
+                        if text:
+                            yield CallerSaid(text, speech_started, ended)
+        finally:
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
+
+    async def _pump(self, inbox: asyncio.Queue[bytes | None]) -> None:
+        try:
+            async for frame in self._connection.frames():
+                if isinstance(frame, AudioFrame):
+                    inbox.put_nowait(frame.pcm)
+        finally:
+            inbox.put_nowait(None)
+
+    async def _recognise(self, pcm: bytes) -> str:
+        if self._transcriber is None:
+            return ""
+        try:
+            segments = await asyncio.to_thread(
+                self._transcriber.transcribe, pcm, SAMPLE_RATE, hints=self._hints
+            )
+        except Exception:
+            # One unrecognisable turn must not end the call: the caller can say it again.
+            log.exception("speech recognition failed on a caller turn")
+            return ""
+        return " ".join(s.text.strip() for s in segments if s.text.strip())
