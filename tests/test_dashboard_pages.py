@@ -159,3 +159,39 @@ async def test_cancelling_a_finished_call_is_a_conflict_page(demo):
     assert r.status_code == 409 and "its status is completed" in r.text
     page = await c.get(f"/dashboard/calls/{ENQUEUED}")
     assert "Cancel call" in page.text
+
+
+HOSTILE = [
+    "/dashboard/calls?page=0",
+    "/dashboard/calls?page=abc",
+    "/dashboard/calls?status=%00",
+    "/dashboard/contacts?q=%00",
+    "/dashboard/contacts?q=" + "9" * 300,
+    "/dashboard/contacts/%00",
+    "/dashboard/data/customers?sort_by=nope",
+    "/dashboard/data/customers?score=1e400",
+    "/dashboard/data/customers?name=%00",
+    "/dashboard/data/customers/99999999999999999999999",
+    "/dashboard/data/%00",
+    "/dashboard/external-calls?page=-1",
+    "/dashboard/webhooks/not-a-uuid",
+]
+
+
+async def test_hostile_addresses_get_an_error_page_never_a_500(demo):
+    _, _, c = demo
+    for path in HOSTILE:
+        r = await c.get(path)
+        assert r.status_code in (200, 404, 422), (path, r.status_code)
+        assert r.headers["content-type"].startswith("text/html"), path
+
+
+async def test_hostile_sign_in_fields_are_just_wrong(app):
+    async with browser_client(app) as c:
+        for email, password in (
+            ("a\x00@example.com", "x"),
+            ("x" * 5000, "y"),
+            ("a@b.c", "p" * 5000),
+        ):
+            r = await sign_in(c, email, password)
+            assert r.status_code == 401, email[:20]

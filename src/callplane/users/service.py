@@ -17,7 +17,7 @@ from callplane.users.passwords import check_strength, hash_password, verify_pass
 
 # Deliberately loose: one @, something on both sides, a dot in the domain, no spaces. The
 # address is only a sign-in name here; nothing is ever sent to it.
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+_EMAIL = re.compile(r"[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+\.[^@\s\x00-\x1f\x7f]+")
 
 
 @dataclass(frozen=True, slots=True)
