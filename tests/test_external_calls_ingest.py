@@ -154,6 +154,7 @@ async def test_upload_is_transcribed(app: FastAPI, client: httpx.AsyncClient, fm
         assert 0 < entry["confidence"] <= 1
         assert entry["channel"] == "mono" and entry["speaker"] == "speaker_1"
     assert done["summary"] and "invoice" in done["summary"].lower()
+    assert not done["summary"].startswith("Caller")
     assert body["status"] == "transcribed"
     assert body["duration_seconds"] == round(length)
     assert len(body["recording_presigned_urls"]) == 1

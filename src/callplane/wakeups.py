@@ -20,7 +20,9 @@ from sqlalchemy.orm import Session
 
 CALLS = "callplane_calls"
 WEBHOOKS = "callplane_webhooks"
-CHANNELS = (CALLS, WEBHOOKS)
+#: A recording leg was uploaded (external_calls.transcription).
+RECORDINGS = "callplane_recordings"
+CHANNELS = (CALLS, WEBHOOKS, RECORDINGS)
 
 _PENDING = "callplane.wakeups"
 

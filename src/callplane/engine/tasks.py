@@ -34,6 +34,7 @@ WORKER_TASKS: tuple[str, ...] = (
     "callplane.engine.calls:DISPATCH",
     "callplane.engine.leases:LEASES",
     "callplane.webhooks.delivery:DELIVERY",
+    "callplane.external_calls.transcription:TRANSCRIPTION",
 )
 
 

@@ -53,6 +53,13 @@ def _claimable(now: datetime) -> Any:
     )
 
 
+async def leg_waiting(session: AsyncSession) -> bool:
+    """Whether any leg is claimable: a cheap read, so an idle worker's poll never takes the
+    write lock (SQLite) just to find nothing."""
+    found = await session.scalar(select(Recording.id).where(_claimable(utcnow())).limit(1))
+    return found is not None
+
+
 async def claim_leg(session: AsyncSession, lease_seconds: float) -> Claim | None:
     """Take the oldest claimable leg, or None when there is none.
 
@@ -192,23 +199,5 @@ async def fail_leg(
 
 
 async def release_leg(session: AsyncSession, claim: Claim) -> bool:
-    """Give the leg back to the queue after a passing failure (storage unreachable); after
-    MAX_ATTEMPTS claims it fails instead."""
-    if claim.attempts >= MAX_ATTEMPTS:
-        return await fail_leg(
-            session, claim, f"processing failed {claim.attempts} times; giving up"
-        )
+    """Give the leg back to the queue after a passing failure (storage unreachable)."""
     return await _settle(session, claim, {"status": "pending"})
-
-
-async def fail_exhausted(session: AsyncSession, claim: Claim) -> bool:
-    """A leg claimed more than MAX_ATTEMPTS times (its earlier workers died on it) is failed
-    without another try. True when that happened."""
-    if claim.attempts <= MAX_ATTEMPTS:
-        return False
-    await fail_leg(
-        session,
-        claim,
-        f"processing was interrupted {claim.attempts - 1} times; giving up",
-    )
-    return True

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import tempfile
 import wave
 from collections.abc import Awaitable, Callable, Sequence
@@ -32,8 +33,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.external_calls import legs, redaction
+from callplane.external_calls import legs, redaction, service
 from callplane.external_calls.legs import Claim
+from callplane.external_calls.wire import wire_call, wire_leg
+from callplane.recordings.service import sign_recordings
 from callplane.recordings.storage import StorageError
 from callplane.runtime import Runtime
 from callplane.speech.base import Segment, Transcriber
@@ -45,6 +48,7 @@ from callplane.speech.decoding import (
     is_silent,
     media_format,
 )
+from callplane.webhooks.events import emit
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,6 +58,7 @@ log = logging.getLogger("callplane.external_calls")
 
 T = TypeVar("T")
 
+_ROLE_LABEL = re.compile(r"(^|\s)(?:Agent|Caller): ")
 _CHANNEL_NAMES = {1: ("mono",), 2: ("left", "right")}
 
 
@@ -85,12 +90,17 @@ async def transact(runtime: Runtime, work: Callable[[AsyncSession], Awaitable[T]
 
 async def process_next_leg(runtime: Runtime, transcriber: Transcriber) -> bool:
     """Claim and process one leg; False when no leg is waiting."""
+    async with runtime.db.session(write=False) as session:
+        if not await legs.leg_waiting(session):
+            return False
     lease = runtime.settings.recording_lease_seconds
     claim = await transact(runtime, lambda s: legs.claim_leg(s, lease))
     if claim is None:
         return False
-    if await transact(runtime, lambda s: legs.fail_exhausted(s, claim)):
+    exhausted = f"processing was interrupted {claim.attempts - 1} times; giving up"
+    if claim.attempts > legs.MAX_ATTEMPTS:
         log.warning("recording leg given up", extra={"recording_id": str(claim.recording_id)})
+        await settle(runtime, claim, lambda s: legs.fail_leg(s, claim, exhausted), exhausted)
         return True
     await process_claim(runtime, transcriber, claim)
     return True
@@ -110,17 +120,20 @@ async def process_claim(runtime: Runtime, transcriber: Transcriber, claim: Claim
                 "recording leg failed",
                 extra={"recording_id": str(claim.recording_id), "reason": reason},
             )
-            await transact(
-                runtime, lambda s: legs.fail_leg(s, claim, reason, duration_seconds=duration)
+            await settle(
+                runtime,
+                claim,
+                lambda s: legs.fail_leg(s, claim, reason, duration_seconds=duration),
+                reason,
             )
             return
         except (StorageError, OSError):
             log.warning("recording storage unavailable; leg released", exc_info=True)
-            await transact(runtime, lambda s: legs.release_leg(s, claim))
+            await _release(runtime, claim)
             return
         except Exception:
             log.exception("recording leg processing crashed; leg released")
-            await transact(runtime, lambda s: legs.release_leg(s, claim))
+            await _release(runtime, claim)
             return
         if lost.is_set():
             return
@@ -131,8 +144,9 @@ async def process_claim(runtime: Runtime, transcriber: Transcriber, claim: Claim
             # is gone before the leg can have a URL.
             await runtime.storage.put_file(claim.storage_key, outcome.redacted_audio, "audio/wav")
             content_type, size = "audio/wav", outcome.redacted_audio.stat().st_size
-        finished = await transact(
+        finished = await settle(
             runtime,
+            claim,
             lambda s: legs.finish_leg(
                 s,
                 claim,
@@ -153,6 +167,51 @@ async def process_claim(runtime: Runtime, transcriber: Transcriber, claim: Claim
         with contextlib.suppress(asyncio.CancelledError):
             await renewer
         await asyncio.to_thread(_remove_tree, workdir)
+
+
+async def _release(runtime: Runtime, claim: Claim) -> None:
+    if claim.attempts >= legs.MAX_ATTEMPTS:
+        reason = f"processing failed {claim.attempts} times; giving up"
+        await settle(runtime, claim, lambda s: legs.fail_leg(s, claim, reason), reason)
+    else:
+        await transact(runtime, lambda s: legs.release_leg(s, claim))
+
+
+async def settle(
+    runtime: Runtime,
+    claim: Claim,
+    change: Callable[[AsyncSession], Awaitable[bool]],
+    error: str | None = None,
+) -> bool:
+    """Apply a final change to the leg and, in the same transaction, write the webhook event
+    (``external_call.transcribed``, or ``external_call.error`` with the reason), so the event
+    exists exactly when the change is committed. False when the claim was no longer held."""
+    # The URL signing key is read in a transaction of its own: fetch it before ours is open.
+    await runtime.signer.secret(runtime.db)
+
+    async def work(session: AsyncSession) -> bool:
+        if not await change(session):
+            return False
+        event = "external_call.error" if error is not None else "external_call.transcribed"
+
+        async def data() -> dict[str, Any]:
+            call, visible = await service.get_external_call(
+                session, claim.organization_id, claim.external_call_id
+            )
+            urls = await sign_recordings(runtime, visible)
+            leg = next((v for v in visible if v.id == claim.recording_id), None)
+            payload: dict[str, Any] = {
+                "external_call": wire_call(call, visible, urls),
+                "recording": wire_leg(leg) if leg is not None else None,
+            }
+            if error is not None:
+                payload["error"] = error
+            return payload
+
+        await emit(session, claim.organization_id, event, data)
+        return True
+
+    return await transact(runtime, work)
 
 
 async def _keep_lease(runtime: Runtime, claim: Claim, lost: asyncio.Event) -> None:
@@ -270,6 +329,10 @@ async def _summarize(settings: Any, transcript: list[dict[str, Any]]) -> str | N
             await brain.aclose()
     if result.error:
         log.warning("brain summary unavailable; extractive used", extra={"error": result.error})
+    if result.text is not None and (brain is None or result.error):
+        # The extractive summary labels sentences Agent/Caller by the platform's roles; the
+        # speakers of an imported recording have no such roles.
+        return _ROLE_LABEL.sub(r"\1", result.text)
     return result.text
 
 

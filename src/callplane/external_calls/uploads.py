@@ -13,6 +13,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane import wakeups
 from callplane.errors import InvalidInput, PayloadTooLarge
 from callplane.external_calls import service
 from callplane.models.base import utcnow
@@ -110,7 +111,9 @@ async def attach_leg(
             created_at=now,
             updated_at=now,
         )
-        return await service.add_leg(session, call, leg)
+        added = await service.add_leg(session, call, leg)
+        await wakeups.announce(session, wakeups.RECORDINGS)
+        return added
     except BaseException:
         await storage.delete(key)
         raise

@@ -1,0 +1,71 @@
+"""The TRANSCRIPTION worker task: recording legs are processed by every worker (DESIGN §12).
+
+Each worker takes one leg at a time (recognition uses the machine's cores), woken at once when
+a leg is uploaded and polling at CALLPLANE_WORKER_POLL_SECONDS otherwise. The model is loaded on
+the first leg, not when the worker starts, so a worker that never sees an upload never pays
+for it. A worker installed without the speech extra does not take legs at all (it says so
+once), leaving them to workers that can transcribe them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from callplane import wakeups
+from callplane.engine.tasks import WorkerTask
+from callplane.external_calls.processing import process_next_leg
+from callplane.settings import Settings
+from callplane.speech.base import Segment, Transcriber
+from callplane.speech.transcriber import SpeechUnavailable, bundled_model_dir, shared_transcriber
+
+if TYPE_CHECKING:
+    from callplane.engine.worker import Engine
+
+log = logging.getLogger("callplane.external_calls")
+
+
+class LazyTranscriber(Transcriber):
+    """The process's shared transcriber, built (in the worker thread) on first use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def transcribe(
+        self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
+    ) -> list[Segment]:
+        return shared_transcriber(self.settings).transcribe(pcm, sample_rate, hints=hints)
+
+
+def speech_available(settings: Settings) -> str | None:
+    """None when this process can transcribe, else why not (without loading the model)."""
+    if importlib.util.find_spec("faster_whisper") is None:
+        return "the speech extra is not installed (pip install 'callplane[speech]')"
+    if settings.whisper_model_dir is None:
+        try:
+            bundled_model_dir()
+        except SpeechUnavailable as exc:
+            return str(exc)
+    return None
+
+
+async def _run(engine: Engine) -> None:
+    missing = speech_available(engine.settings)
+    if missing is not None:
+        log.warning("this worker does not transcribe recordings: %s", missing)
+        return
+    transcriber = LazyTranscriber(engine.settings)
+
+    async def transcribe_next_leg(engine: Engine) -> bool:
+        return await process_next_leg(engine.runtime, transcriber)
+
+    await engine.repeat(
+        transcribe_next_leg,
+        interval=engine.settings.worker_poll_seconds,
+        wake_on=wakeups.RECORDINGS,
+    )
+
+
+TRANSCRIPTION = WorkerTask("transcription", _run)
