@@ -3,6 +3,9 @@ forms apply the API's rules, and another organization's resources are 404 pages.
 
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 
 from callplane.demo import demo_document
@@ -48,6 +51,12 @@ async def test_every_list_and_detail_page_renders(demo):
         assert r.status_code == 200, (path, r.text[:300])
         for text in texts:
             assert text in r.text, (path, text)
+    # The players' signed URLs serve the audio.
+    page = await c.get(f"/dashboard/external-calls/{created['external_calls'][0]}")
+    sources = re.findall(r'<audio controls preload="none" src="([^"]+)"', page.text)
+    assert sources
+    audio = await c.get(html.unescape(sources[0]).split("127.0.0.1:8000", 1)[1])
+    assert audio.status_code == 200 and audio.headers["content-type"].startswith("audio/")
     gold = await c.get("/dashboard/data/customers?tier=gold&sort_by=score&sort_direction=asc")
     assert gold.text.index("Grace Hopper") < gold.text.index("Ada Lovelace")
 
