@@ -193,6 +193,17 @@ def test_cancel_an_enqueued_call_from_its_page(page: Page, tenant: Tenant) -> No
     assert [e["type"] for e in events][-1] == "call.cancelled"
 
 
+def test_a_live_call_page_follows_the_call(page: Page, tenant: Tenant) -> None:
+    call_id = tenant.api.post("/calls", json={"to_number": "+14155550178"}).json()["call_id"]
+    sign_in(page, tenant)
+    page.goto(f"/dashboard/calls/{call_id}")
+    expect(page.locator("h1 .badge")).to_have_text("enqueued")
+    assert tenant.api.post(f"/calls/{call_id}/cancel").status_code == 200
+    # No reload: htmx polls the page while the call is live and swaps the news in.
+    expect(page.locator("h1 .badge")).to_have_text("cancelled", timeout=8000)
+    expect(page.locator("#call-live[hx-trigger]")).to_have_count(0)  # and then stops
+
+
 def test_edit_a_custom_data_record_and_read_it_back(page: Page, tenant: Tenant) -> None:
     table = {
         "name": "leads",
