@@ -25,6 +25,7 @@ async def list_call_tags(
     page: Annotated[int, Query(ge=1, le=1_000_000, description="Page number, from 1")] = 1,
     page_size: Annotated[int, Query(ge=1, le=100, description="Tags per page")] = 20,
 ) -> Response:
+    """A page of the organization's call tags, oldest first."""
     tags, total = await service.list_call_tags(session, tenant.organization_id, page, page_size)
     return json_response(
         CallTagList(
@@ -41,6 +42,7 @@ async def list_call_tags(
 async def create_call_tag(
     body: CallTagCreate, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """Create a tag to classify calls with (name, description, color, always_enabled)."""
     tag = await service.create_call_tag(session, tenant.organization_id, **body.model_dump())
     return json_response(_wire(tag), status_code=201)
 

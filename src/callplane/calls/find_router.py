@@ -43,6 +43,10 @@ async def find_by_attribute(
         ),
     ] = None,
 ) -> Response:
+    """The most recent call (greatest created_at, then id) whose params or external_identifiers
+    hold the given key with the given value. Give param_key/param_value, external_identifier_key/
+    external_identifier_value, or both pairs (the call must then match both). With fields, the
+    call holds only the requested fields."""
     pairs = search_pairs(param_key, param_value, external_identifier_key, external_identifier_value)
     names = parse_fields(fields)
     call = await find_call_by_attribute(session, runtime, tenant.organization_id, pairs, names)

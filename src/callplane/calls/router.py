@@ -58,6 +58,9 @@ async def create_call(
         ),
     ] = None,
 ) -> Response:
+    """Enqueue an outbound call to to_number. The call is placed by the engine; follow it with
+    GET /calls/{uuid}. Send an Idempotency-Key to make retries safe: the same key with the same
+    body returns the first response, with another body 409."""
     org = tenant.organization_id
     # Domain errors are rendered before the request's session is finished, and that session
     # then commits: the savepoint undoes a claimed key when the creation fails after it.
@@ -89,6 +92,7 @@ async def list_calls(
     created_after: datetime | None = None,
     created_before: datetime | None = None,
 ) -> Response:
+    """The organization's calls, newest first, filtered by status, direction and creation time."""
     calls, total = await service.list_calls(
         session,
         tenant.organization_id,
@@ -115,6 +119,7 @@ async def list_calls(
 async def get_call(
     uuid: uuid.UUID, session: SessionDep, runtime: RuntimeDep, tenant: CurrentTenant
 ) -> Response:
+    """One call with its transcript, analysis results, tags and recording URL."""
     call = await service.get_call(session, tenant.organization_id, uuid)
     [wire] = await service.calls_wire(session, runtime, tenant.organization_id, [call])
     return json_response({"success": True, "call": wire})
@@ -129,6 +134,8 @@ async def get_call(
 async def cancel_call(
     uuid: uuid.UUID, session: SessionDep, runtime: RuntimeDep, tenant: CurrentTenant
 ) -> Response:
+    """Cancel a call that is still enqueued. Cancelling an already cancelled call succeeds again;
+    a call that has started or finished is 409 and stays unchanged."""
     cancelled = await service.cancel_call(session, tenant.organization_id, uuid)
     if cancelled is not None:
         await events.record_call_event(
@@ -143,5 +150,7 @@ async def cancel_call(
     summary="Every move of a call through its lifecycle, oldest first",
 )
 async def list_call_events(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    """The events of a call (dialing, in_progress, ended, cancelled, analyzed), each with its
+    sequence number, time and data, oldest first."""
     found = await events.list_call_events(session, tenant.organization_id, uuid)
     return json_response({"events": [events.event_wire(e) for e in found]})

@@ -66,6 +66,10 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
 async def put_contact_data(
     phone_number: PhoneNumberPath, request: Request, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """Replace the whole JSON object stored for a caller identifier (a phone number, normalized
+    to E.164, or any other identifier, kept verbatim). The revision grows by one on every write;
+    send expectedRevision for optimistic concurrency (409 when it differs). ttlSeconds makes the
+    data expire."""
     identifier = normalize_identifier(phone_number)
     write = service.parse_write(service.decode_body(await request.body()))
     now = utcnow()
@@ -81,6 +85,7 @@ async def put_contact_data(
 async def get_contact_data(
     phone_number: PhoneNumberPath, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """The data stored for a caller identifier (404 when none, or when it expired)."""
     identifier = normalize_identifier(phone_number)
     now = utcnow()
     stored = await service.get_contact_data(session, tenant.organization_id, identifier, now=now)
@@ -93,6 +98,7 @@ async def get_contact_data(
 async def delete_contact_data(
     phone_number: PhoneNumberPath, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """Remove the data stored for a caller identifier; its revision counter is kept."""
     identifier = normalize_identifier(phone_number)
     await service.delete_contact_data(session, tenant.organization_id, identifier)
     return json_response({"success": True})
@@ -105,6 +111,7 @@ async def list_contacts(
     page: Annotated[int, Query(ge=1, le=1_000_000, description="Page number, from 1")] = 1,
     page_size: Annotated[int, Query(ge=1, le=100, description="Contacts per page")] = 20,
 ) -> Response:
+    """Every contact of the organization that has data, with revision and expiry."""
     rows, total = await service.list_contacts(session, tenant.organization_id, page, page_size)
     return json_response(
         ContactList(

@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from callplane.custom_data import query, records, schema, service
 from callplane.custom_data.schemas import (
+    LIST_PARAMETERS,
     Deleted,
     DeletedAll,
     QueryIn,
@@ -47,24 +48,30 @@ RecordBody = Annotated[dict[str, Any], Body(description="values of declared colu
     summary="Create a table",
 )
 async def create_table(body: TableIn, session: SessionDep, tenant: CurrentTenant) -> Response:
+    """Create a custom data table with typed columns (TEXT, INTEGER, FLOAT, BOOLEAN, TIMESTAMP,
+    JSON), column options (required, unique, indexed, references) and composite indexes."""
     table = await service.create_table(session, tenant.organization_id, body)
     return json_response({"success": True, "table": table.wire()}, 201)
 
 
 @router.get("/tables", response_model=TableList, summary="List tables")
 async def list_tables(session: SessionDep, tenant: CurrentTenant) -> Response:
+    """Every custom data table of the organization, with its columns."""
     tables = await schema.list_tables(session, tenant.organization_id)
     return json_response({"tables": [t.wire() for t in tables]})
 
 
 @router.get("/tables/{id}", response_model=TableOne, summary="Read a table")
 async def get_table(id: int, session: SessionDep, tenant: CurrentTenant) -> Response:  # noqa: A002
+    """One custom data table, with its columns."""
     table = await schema.find_table_by_id(session, tenant.organization_id, id)
     return json_response({"table": table.wire()})
 
 
 @router.delete("/tables/{id}", response_model=Success, responses=_409, summary="Delete a table")
 async def delete_table(id: int, session: SessionDep, tenant: CurrentTenant) -> Response:  # noqa: A002
+    """Delete a table's schema. It must hold no records and no other table may reference it
+    (409 otherwise)."""
     await service.delete_table(session, tenant.organization_id, id)
     return json_response({"success": True})
 
@@ -79,6 +86,7 @@ async def delete_table(id: int, session: SessionDep, tenant: CurrentTenant) -> R
 async def create_records(
     table_name: str, body: RecordsIn, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """Insert 1 to 1000 records at once: all of them or, on any invalid value or conflict, none."""
     table = await schema.find_table(session, tenant.organization_id, table_name)
     with schema.dropped_table_is_not_found():
         created = await records.create_records(session, table, body.records)
@@ -102,15 +110,24 @@ async def query_records(
     session: SessionDep,
     tenant: CurrentTenant,
 ) -> Response:
+    """Records matching operator filters (eq ne lt lte gt gte in contains is_null), sorted and
+    paginated like the list."""
     table = await schema.find_table(session, tenant.organization_id, table_name)
     with schema.dropped_table_is_not_found():
         return json_response(await query.query_records(session, table, body))
 
 
-@router.get("/{table_name}", response_model=RecordPage, summary="List records")
+@router.get(
+    "/{table_name}",
+    response_model=RecordPage,
+    summary="List records",
+    openapi_extra={"parameters": LIST_PARAMETERS},
+)
 async def list_records(
     table_name: str, request: Request, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """A page of records. Sort with sort_by and sort_direction; any other query parameter that names
+    a column is an exact-match filter (repeat it to match any of several values)."""
     table = await schema.find_table(session, tenant.organization_id, table_name)
     params = request.query_params.multi_items()
     with schema.dropped_table_is_not_found():
@@ -126,6 +143,7 @@ async def list_records(
 async def delete_all_records(
     table_name: str, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """Delete every record of a table; the table itself stays."""
     table = await schema.find_table(session, tenant.organization_id, table_name)
     with schema.dropped_table_is_not_found():
         count = await records.delete_all_records(session, table)
@@ -141,6 +159,7 @@ async def get_record(
     session: SessionDep,
     tenant: CurrentTenant,  # noqa: A002
 ) -> Response:
+    """One record of a table."""
     table = await schema.find_table(session, tenant.organization_id, table_name)
     with schema.dropped_table_is_not_found():
         return json_response({"record": await records.get_record(session, table, id)})
@@ -156,6 +175,7 @@ async def replace_record(
     session: SessionDep,
     tenant: CurrentTenant,  # noqa: A002
 ) -> Response:
+    """Replace every declared column of a record (omitted columns become null)."""
     table = await schema.find_table(session, tenant.organization_id, table_name)
     with schema.dropped_table_is_not_found():
         return json_response({"record": await records.replace_record(session, table, id, body)})
@@ -178,6 +198,9 @@ async def patch_record(
         Query(alias="sourceUpdatedAtColumn", max_length=63, pattern=r"^[a-z][a-z0-9_]*$"),
     ] = None,
 ) -> Response:
+    """Update the given columns of a record; others stay. With sourceUpdatedAtColumn the update
+    applies only when the body's timestamp in that column is newer than the stored one (409
+    otherwise), atomically."""
     table = await schema.find_table(session, tenant.organization_id, table_name)
     with schema.dropped_table_is_not_found():
         patched = await records.patch_record(session, table, id, body, source_column)
@@ -193,6 +216,7 @@ async def delete_record(
     session: SessionDep,
     tenant: CurrentTenant,  # noqa: A002
 ) -> Response:
+    """Delete one record of a table."""
     table = await schema.find_table(session, tenant.organization_id, table_name)
     with schema.dropped_table_is_not_found():
         await records.delete_record(session, table, id)

@@ -116,3 +116,50 @@ class QueryIn(BaseModel):
     sort_direction: str | None = None
     page: int | None = None
     per_page: int | None = None
+
+
+def _query_parameter(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "schema": schema,
+        "description": description,
+    }
+
+
+#: The query parameters of ``GET /data/{table_name}`` (DESIGN §5), for the OpenAPI document: the
+#: route reads them itself, leniently, so they are not declared as FastAPI parameters.
+LIST_PARAMETERS: list[dict[str, Any]] = [
+    _query_parameter(
+        "page", {"type": "integer", "default": 1}, "Page number from 1; invalid or < 1 reads as 1"
+    ),
+    _query_parameter(
+        "per_page",
+        {"type": "integer", "default": 50},
+        "Records per page; above 200 reads as 200, invalid or < 1 as 50",
+    ),
+    _query_parameter(
+        "sort_by",
+        {"type": "string", "default": "id"},
+        "A declared column or id, organization_id, created_at, updated_at (422 for others); "
+        "ties are broken by id",
+    ),
+    _query_parameter(
+        "sort_direction",
+        {"type": "string", "default": "DESC"},
+        "ASC or asc sorts ascending; anything else, or nothing, descending",
+    ),
+    {
+        "name": "filters",
+        "in": "query",
+        "required": False,
+        "style": "form",
+        "explode": True,
+        "schema": {"type": "object", "additionalProperties": {"type": "string"}},
+        "description": "Column filters: every other parameter that names a column is an "
+        "exact-match filter (`?status=active&tier=gold`), its text converted to the column's "
+        "type (`true`/`false`/`1`/`0` for BOOLEAN; JSON columns cannot be filtered); repeat a "
+        "parameter to match any of its values. Parameters that name no column are ignored.",
+    },
+]

@@ -38,6 +38,7 @@ async def list_external_calls(
     page: Annotated[int, Query(ge=1, le=1_000_000, description="Page number, from 1")] = 1,
     page_size: Annotated[int, Query(ge=1, le=100, description="Calls per page")] = 20,
 ) -> Response:
+    """External call sessions of the organization, newest first."""
     calls, total, legs = await service.list_external_calls(
         session, tenant.organization_id, page, page_size
     )
@@ -62,6 +63,8 @@ async def list_external_calls(
 async def get_external_call(
     uuid: uuid.UUID, session: SessionDep, runtime: RuntimeDep, tenant: CurrentTenant
 ) -> Response:
+    """An external call session with its visible recording legs, their transcripts and summaries,
+    and signed playback URLs (valid one hour) for the playable legs."""
     call, legs = await service.get_external_call(session, tenant.organization_id, uuid)
     urls = await sign_recordings(runtime, legs)
     return json_response(wire_call(call, legs, urls))

@@ -28,6 +28,7 @@ router = family_router(DETAIL, tags=["feedback"])
 async def list_call_feedback(
     uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """The feedback entries left on a call's transcript, oldest first, each with its notes."""
     org = tenant.organization_id
     entries = await service.list_feedback(session, org, uuid)
     return json_response({"feedback": await service.entries_wire(session, org, entries)})
@@ -42,6 +43,7 @@ async def list_call_feedback(
 async def create_call_feedback(
     uuid: uuid.UUID, body: FeedbackCreate, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """Leave feedback on a call's transcript, optionally on one line (transcript_index)."""
     org = tenant.organization_id
     entry = await service.create_feedback(
         session, org, uuid, transcript_index=body.transcript_index, comment=body.comment
@@ -58,6 +60,7 @@ async def create_call_feedback(
 async def resolve_feedback(
     uuid: uuid.UUID, body: FeedbackResolve, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """Mark a feedback entry resolved, or reopen it."""
     org = tenant.organization_id
     entry = await service.resolve_feedback(session, org, uuid, body.resolved)
     [wire] = await service.entries_wire(session, org, [entry])
@@ -72,5 +75,7 @@ async def resolve_feedback(
 async def add_feedback_note(
     uuid: uuid.UUID, body: NoteCreate, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """Append a note to a feedback entry. The author is recorded as API; the entry's resolved state
+    does not change."""
     note = await service.add_note(session, tenant.organization_id, uuid, body.note)
     return json_response({"success": True, "feedback_uuid": uuid, "note": note})

@@ -35,6 +35,7 @@ async def update_number(
     session: SessionDep,
     tenant: CurrentTenant,
 ) -> Response:
+    """Rename a phone number (friendly_name, 1-255 characters after trimming)."""
     friendly_name = service.clean_friendly_name(body.get("friendly_name"))
     number = await service.rename_number(session, tenant.organization_id, uuid, friendly_name)
     return json_response(number)

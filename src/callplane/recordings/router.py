@@ -86,6 +86,8 @@ async def recording_audio(
     signature: Annotated[str | None, Query(description="HMAC of the URL")] = None,
     range_header: Annotated[str | None, Header(alias="Range")] = None,
 ) -> Response:
+    """The audio of a recording, for anyone holding a valid signed URL (403 once it expired or when
+    any part of it was altered). Supports single byte ranges."""
     # No key to rate-limit by: refused URLs count against the client's address like failed logins,
     # so signatures cannot be guessed at speed.
     address = request.client.host if request.client else "unknown"

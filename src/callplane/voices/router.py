@@ -18,6 +18,7 @@ router = family_router(VOICES, tags=["voices"])
 
 @router.get("/voices", response_model=list[Voice], summary="List voices")
 async def list_voices(session: SessionDep, tenant: CurrentTenant) -> Response:
+    """The organization's voices, ordered by name."""
     voices = await service.list_voices(session, tenant.organization_id)
     return json_response(voices)
 
@@ -29,5 +30,6 @@ async def list_voices(session: SessionDep, tenant: CurrentTenant) -> Response:
     responses={404: {"description": "Voice not found"}},
 )
 async def get_voice(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    """One voice of the organization."""
     voice = await service.get_voice(session, tenant.organization_id, uuid)
     return json_response(voice)
