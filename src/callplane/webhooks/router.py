@@ -36,18 +36,22 @@ router = family_router(STATUS, tags=["webhooks"])
 async def create_webhook(
     body: WebhookCreate, session: SessionDep, runtime: RuntimeDep, tenant: CurrentTenant
 ) -> Response:
+    """Register an HTTPS (or HTTP) endpoint for some or all event types. The response carries the
+    endpoint's signing secret (Standard Webhooks, `whsec_...`), shown only here."""
     endpoint = await service.create_webhook(session, runtime.settings, tenant.organization_id, body)
     return json_response({"webhook": service.webhook_wire(endpoint, with_secret=True)}, 201)
 
 
 @router.get("/webhooks", response_model=WebhookList, summary="List webhook endpoints")
 async def list_webhooks(session: SessionDep, tenant: CurrentTenant) -> Response:
+    """The organization's webhook endpoints (without their secrets)."""
     endpoints = await service.list_webhooks(session, tenant.organization_id)
     return json_response({"webhooks": [service.webhook_wire(e) for e in endpoints]})
 
 
 @router.delete("/webhooks/{id}", response_model=Deleted, summary="Delete a webhook endpoint")
 async def delete_webhook(id: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    """Delete a webhook endpoint; nothing more is delivered to it."""
     await service.delete_webhook(session, tenant.organization_id, id)
     return json_response({"success": True})
 
@@ -59,6 +63,7 @@ async def delete_webhook(id: uuid.UUID, session: SessionDep, tenant: CurrentTena
     summary="Send a webhook.test event to this endpoint",
 )
 async def test_webhook(id: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    """Queue a webhook.test event for this endpoint; its delivery appears in the delivery log."""
     event_id = await service.send_test(session, tenant.organization_id, id)
     return json_response({"success": True, "event_id": event_id}, 202)
 
@@ -75,6 +80,7 @@ async def list_deliveries(
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> Response:
+    """Every delivery attempt to this endpoint, newest first, with status code, error and timing."""
     deliveries, total = await service.list_deliveries(
         session, tenant.organization_id, id, page=page, page_size=page_size
     )
@@ -98,5 +104,6 @@ async def list_deliveries(
 async def redeliver(
     id: uuid.UUID, delivery_id: uuid.UUID, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """Send a delivery's event to the endpoint again now (one more attempt in the log)."""
     await service.redeliver(session, tenant.organization_id, id, delivery_id)
     return json_response({"success": True}, 202)
