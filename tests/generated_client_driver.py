@@ -9,11 +9,15 @@ A new route needs a line in SCENARIO (the test fails until every operation is ca
 from __future__ import annotations
 
 import importlib
+import io
 import json
+import math
 import pkgutil
+import struct
 import sys
 import time
 import typing
+import wave
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -74,6 +78,11 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
         "recording_audio",
         {"recording_id": "$recording_id", "expires": "$expires", "signature": "$signature"},
     ),
+    (
+        "create_external_call",
+        {"body": {"external_call_id": "gen-1", "title": "Generated", "direction": "inbound"}},
+    ),
+    ("upload_recording", {"uuid": "$external_call_id", "body": "$wav", "file_name": "leg.wav"}),
     # Nothing listens on port 9: the attempt fails, and is logged, at once.
     ("create_webhook", {"body": {"url": "http://127.0.0.1:9/hook", "description": "Generated"}}),
     ("list_webhooks", {}),
@@ -88,7 +97,9 @@ AWAITED = {"list_deliveries": lambda body: bool(body["deliveries"])}
 
 def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
     """Values later calls need, read from the raw JSON of earlier responses."""
-    if operation == "create_call":
+    if operation == "create_external_call":
+        saved["external_call_id"] = body["id"]
+    elif operation == "create_call":
         saved["call_id"] = body["call_id"]
     elif operation == "create_webhook":
         saved["webhook_id"] = body["webhook"]["id"]
@@ -103,6 +114,20 @@ def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
         saved["recording_id"] = url.path.split("/")[-2]
         query = parse_qs(url.query)
         saved["expires"], saved["signature"] = query["expires"][0], query["signature"][0]
+
+
+def _wav() -> bytes:
+    """A quarter second of a 440 Hz tone, 16 kHz mono."""
+    frames = b"".join(
+        struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / 16000))) for i in range(4000)
+    )
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(frames)
+    return out.getvalue()
 
 
 def _model_for(function: Any, name: str) -> Any:
@@ -128,7 +153,8 @@ def main() -> None:
             operations[op.name] = importlib.import_module(f"{package}.api.{tag.name}.{op.name}")
     print(json.dumps({"operations": sorted(operations)}), flush=True)
 
-    saved: dict[str, Any] = {}
+    types = importlib.import_module(f"{package}.types")
+    saved: dict[str, Any] = {"wav": types.File(payload=io.BytesIO(_wav()), mime_type="audio/wav")}
     for operation, arguments in SCENARIO:
         function = operations[operation].sync_detailed
         kwargs = {}

@@ -87,8 +87,9 @@ def test_generated_client_covers_and_parses_every_operation(
         document = httpx.get(f"{server.url}/v1/openapi.json").json()
         (tmp_path / "openapi.json").write_text(json.dumps(document))
         # Audio is bytes to the generator; no formatter runs on the generated code.
+        audio = ["audio/*", "audio/wav", "audio/mpeg", "audio/ogg", "audio/flac"]
         config = {
-            "content_type_overrides": {"audio/*": "application/octet-stream"},
+            "content_type_overrides": dict.fromkeys(audio, "application/octet-stream"),
             "post_hooks": [],
         }
         (tmp_path / "config.json").write_text(json.dumps(config))

@@ -3,6 +3,8 @@ from their envelopes, pages and iterators, and errors as APIError."""
 
 from __future__ import annotations
 
+import io
+import wave
 from pathlib import Path
 
 import httpx
@@ -78,6 +80,16 @@ async def test_every_route_has_a_client_method(client) -> None:
         assert callable(getattr(resource, name)), dotted
 
 
+def _wav() -> bytes:
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\x10\x00\xf0\xff" * 2000)
+    return out.getvalue()
+
+
 @pytest.fixture
 def server(database_url: str, tmp_path: Path):
     org = seed_org(database_url, tmp_path)
@@ -131,10 +143,27 @@ def test_reads_lists_and_writes(server) -> None:
         assert "sip:bob@example.com" in [c.phoneNumber for c in api.contacts.iter()]
         assert api.contacts.delete("sip:bob@example.com").success is True
 
+        imported = api.external_calls.create(
+            external_call_id="zoom-1",
+            title="Imported",
+            direction="inbound",
+            source={"name": "Zoom Phone", "provider": "zoom"},
+        )
+        assert imported.status == "processing" and imported.recordings == []
+        leg = api.external_calls.upload_recording(
+            imported.id,
+            _wav(),
+            "audio/wav",
+            file_name="leg-1.wav",
+            started_at="2026-01-01T10:00:00Z",
+        )
+        assert leg.status == "pending" and leg.file_name == "leg-1.wav"
+        assert api.external_calls.get(imported.id).recording_count == 1
         external = api.external_calls.get(EXTERNAL_CALL)
         assert external.recordings[0].transcript[0].speaker == "caller"
         assert external.source.provider == "zoom"
-        assert api.external_calls.list().total_count == 2
+        assert api.external_calls.list().total_count == 3
+        assert len(list(api.external_calls.iter(page_size=1))) == 3
 
 
 def test_custom_data(server) -> None:

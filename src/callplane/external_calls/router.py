@@ -79,6 +79,8 @@ async def get_external_call(
 async def create_external_call(
     body: ExternalCallCreate, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
+    """Register a recorded call from another system (status processing, no legs yet); upload its
+    recording legs next. They are transcribed and summarised locally."""
     call = await service.create_external_call(
         session, tenant.organization_id, body.model_dump(exclude_unset=False)
     )
@@ -126,6 +128,9 @@ async def upload_recording(
         bool, Query(description="replace spoken card and account numbers before playback")
     ] = False,
 ) -> Response:
+    """Upload one recording leg of an external call: the body is the audio itself (WAV, MP3, Ogg
+    or FLAC). The leg starts pending and is transcribed in the background; an undecodable or
+    silent upload ends as a leg in error."""
     media_type = uploads.upload_media_type(content_type)
     limit = runtime.settings.max_recording_bytes
     uploads.check_declared_length(request.headers.get("content-length"), limit)

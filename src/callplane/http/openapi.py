@@ -66,6 +66,8 @@ PARAMETER_DESCRIPTIONS: dict[str, str] = {
     "created_before": "Only items created before this time (ISO 8601; without a zone, UTC)",
     "sourceUpdatedAtColumn": "A TIMESTAMP column: apply the update only when the body's value "
     "in it is newer than the stored one (409 otherwise); the body must carry that value",
+    "file_name": "The leg's file name, as shown in the call's recordings",
+    "started_at": "When the leg started (ISO 8601; without a zone, UTC)",
     "Range": "One byte range (`bytes=START-END`), for seeking; other forms are ignored",
 }
 

@@ -460,8 +460,17 @@ class ExternalCalls(_Resource):
         content_type: str,
         file_name: str | None = None,
         started_at: str | None = None,
+        redact: bool | None = None,
     ) -> Recording:
-        params = _drop_none({"file_name": file_name, "started_at": started_at})
+        """``audio``: the file's bytes; ``content_type``: audio/wav, audio/mpeg, audio/ogg or
+        audio/flac; ``redact``: replace spoken card and account numbers before playback."""
+        params = _drop_none(
+            {
+                "file_name": file_name,
+                "started_at": started_at,
+                "redact": None if redact is None else str(redact).lower(),
+            }
+        )
         return self._send(  # type: ignore[no-any-return]
             Request(
                 "POST",
