@@ -468,3 +468,16 @@ asyncio.run(process_next_leg(Runtime.build(settings), Stuck()))
     async with runtime_of(app).db.session(write=False) as session:
         row = await session.get(Recording, (org.id, uuid.UUID(leg_id)))
         assert row is not None and row.attempts == 2 and row.lease_token is None
+
+
+async def test_mono_saved_as_stereo_is_one_channel(app: FastAPI, client: httpx.AsyncClient) -> None:
+    org = await make_org(app)
+    call = await create_call(client, org)
+    samples = speech(SENTENCE)
+    both = np.stack([samples, samples], axis=1)
+    assert (await upload(client, org, call["id"], wav_bytes(both))).status_code == 201
+    await drain(app)
+    (leg,) = (await get_call(client, org, call["id"]))["recordings"]
+    assert leg["status"] == "transcribed"
+    assert {e["channel"] for e in leg["transcript"]} == {"mono"}
+    assert words_of(" ".join(e["text"] for e in leg["transcript"])) >= KEYWORDS

@@ -43,6 +43,14 @@ class Claim:
     attempts: int
 
 
+#: Marks the queue's statements as spanning organizations on purpose (the worker serves them
+#: all); the same execution option as ``callplane.tenancy.across_organizations``.
+_ACROSS_ORGANIZATIONS = {
+    "callplane_across_organizations": "the transcription queue: a worker takes the oldest "
+    "waiting leg of any organization, then works on it only through its own organization's rows"
+}
+
+
 def _claimable(now: datetime) -> Any:
     return and_(
         Recording.external_call_id.is_not(None),
@@ -74,6 +82,7 @@ async def claim_leg(session: AsyncSession, lease_seconds: float) -> Claim | None
         .order_by(Recording.created_at, Recording.id)
         .limit(1)
         .with_for_update(skip_locked=True)
+        .execution_options(**_ACROSS_ORGANIZATIONS)
     )
     row = (await session.execute(candidate)).first()
     if row is None:

@@ -148,11 +148,22 @@ def decode(path: Path, declared: AudioFormat, max_seconds: float) -> DecodedAudi
     if not chunks:
         raise UndecodableAudio("the recording holds no audio")
     samples = np.concatenate(chunks, axis=1).astype(np.float32, copy=False)
+    if samples.shape[0] == 2 and _same_signal(samples[0], samples[1]):
+        # A mono recording saved as stereo: one side, not the same words twice.
+        samples = samples[:1]
     return DecodedAudio(
         format=declared,
         source_rate=source_rate,
         channels=[np.ascontiguousarray(samples[i]) for i in range(samples.shape[0])],
     )
+
+
+def _same_signal(left: npt.NDArray[np.float32], right: npt.NDArray[np.float32]) -> bool:
+    import numpy as np
+
+    difference = float(np.sum((left - right) ** 2))
+    energy = float(np.sum(left * left) + np.sum(right * right)) or 1.0
+    return difference / energy < 1e-4
 
 
 def is_silent(samples: npt.NDArray[np.float32], threshold_dbfs: float = -55.0) -> bool:
