@@ -7,6 +7,7 @@ when processing happens and can look at the states in between.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from typing import Any
 
@@ -481,3 +482,34 @@ async def test_mono_saved_as_stereo_is_one_channel(app: FastAPI, client: httpx.A
     assert leg["status"] == "transcribed"
     assert {e["channel"] for e in leg["transcript"]} == {"mono"}
     assert words_of(" ".join(e["text"] for e in leg["transcript"])) >= KEYWORDS
+
+
+async def test_hidden_legs_are_not_processed(app: FastAPI, client: httpx.AsyncClient) -> None:
+    """Deleted and excluded legs are hidden everywhere: the worker does not take them either,
+    and they do not hold their call in processing. A leg imported as processing, which no
+    worker holds, is taken like a pending one."""
+    from tests.factories import load
+
+    org = await make_org(app)
+    call_id = str(uuid.uuid4())
+    audio = base64.b64encode(spoken_audio("wav")).decode()
+    await load(
+        app,
+        org,
+        {
+            "external_calls": [
+                {
+                    "id": call_id,
+                    "recordings": [
+                        {"status": "pending", "audio_base64": audio, "deleted": True},
+                        {"status": "pending", "audio_base64": audio, "excluded": True},
+                        {"status": "processing", "audio_base64": audio},
+                    ],
+                }
+            ]
+        },
+    )
+    assert await drain(app) == 1
+    body = await get_call(client, org, call_id)
+    assert [leg["status"] for leg in body["recordings"]] == ["transcribed"]
+    assert body["status"] == "transcribed"

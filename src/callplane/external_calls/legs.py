@@ -54,9 +54,17 @@ _ACROSS_ORGANIZATIONS = {
 def _claimable(now: datetime) -> Any:
     return and_(
         Recording.external_call_id.is_not(None),
+        # Deleted and excluded legs are hidden everywhere (DESIGN §5): nobody waits for them.
+        Recording.deleted.is_(False),
+        Recording.excluded.is_(False),
         or_(
             Recording.status == "pending",
-            and_(Recording.status == "processing", Recording.lease_expires_at < now),
+            # A processing leg whose lease lapsed, or that nobody holds (imported as
+            # processing), is waiting for a worker like a pending one.
+            and_(
+                Recording.status == "processing",
+                or_(Recording.lease_expires_at.is_(None), Recording.lease_expires_at < now),
+            ),
         ),
     )
 
