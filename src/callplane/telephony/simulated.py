@@ -8,7 +8,9 @@ The far end is chosen by the last four digits of the number dialled:
 
 An answered call ends from the far end after ``call_seconds``. Media is text
 (``TextFrame``): the engine's conversation runs unchanged, without speech recognition or
-synthesis. ``script`` makes the person talk back: after "Hello?", each line the agent plays is
+synthesis. The recording of a simulated call is a two-channel WAV of silence as long as the
+call (there is no audio on a text network; it still goes to storage like a real recording).
+``script`` makes the person talk back: after "Hello?", each line the agent plays is
 answered with the next line of the script, while lines remain (CALLPLANE_SIMULATED_SCRIPT).
 
 Inbound calls are simulated with ``ring``: it offers a call to the router given to ``start``, as
@@ -20,9 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 
 from callplane.telephony.base import (
+    SAMPLE_RATE,
+    SAMPLE_WIDTH,
     AnsweredBy,
     Connection,
     DialFailed,
@@ -31,12 +36,16 @@ from callplane.telephony.base import (
     Frame,
     InboundOffer,
     InboundRouter,
+    Recording,
     TelephonyAdapter,
     TextFrame,
 )
+from callplane.telephony.recording import stereo_wav
 
 log = logging.getLogger("callplane.telephony.simulated")
 
+#: A simulated recording is silence; past this it is cut (a long demo call stays small).
+MAX_RECORDING_SECONDS = 600
 GREETING = "Hello?"
 VOICEMAIL_GREETING = "You have reached voicemail. Please leave a message after the tone."
 
@@ -54,12 +63,15 @@ class SimulatedConnection(Connection):
         self._incoming.put_nowait(
             TextFrame(GREETING if answered_by == "human" else VOICEMAIL_GREETING)
         )
+        self._answered = time.monotonic()
+        self._length = 0.0
         self._timer = asyncio.get_running_loop().call_later(call_seconds, self._end, "remote")
 
     def _end(self, by: EndedBy) -> None:
         if self._ended.is_set():
             return
         self.ended_by = by
+        self._length = min(time.monotonic() - self._answered, MAX_RECORDING_SECONDS)
         self._timer.cancel()
         self._ended.set()
         self._incoming.put_nowait(None)
@@ -88,6 +100,12 @@ class SimulatedConnection(Connection):
         await self._ended.wait()
         assert self.ended_by is not None
         return self.ended_by
+
+    async def recording(self) -> Recording | None:
+        if not self._ended.is_set():
+            return None
+        silence = bytes(int(self._length * SAMPLE_RATE) * SAMPLE_WIDTH)
+        return Recording("audio/wav", stereo_wav(silence, silence), self._length)
 
 
 def outcome_of(number: str) -> str:
