@@ -37,6 +37,9 @@ T = TypeVar("T")
 #: Database hiccups a move is retried through (a restarting server, SQLite's lock timeout).
 _TRANSIENT = (OperationalError, DBAPIError, OSError)
 _TRANSACT_ATTEMPTS = 4
+#: Moves in flight at once. Hundreds of calls would otherwise each take a connection, and every
+#: connection past the pool is opened and closed again (a PostgreSQL backend forked per move).
+MOVES_AT_ONCE = 8
 
 
 def new_worker_id() -> str:
@@ -83,6 +86,7 @@ class Engine:
         self._loops: list[asyncio.Task[None]] = []
         self._listener: Any = None
         self._started = False
+        self._moves = asyncio.Semaphore(MOVES_AT_ONCE)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -180,7 +184,7 @@ class Engine:
         through transient database errors."""
         for attempt in range(_TRANSACT_ATTEMPTS):
             try:
-                async with self.runtime.db.session(write=True) as session:
+                async with self._moves, self.runtime.db.session(write=True) as session:
                     result = await work(session, self.runtime, *args, **kwargs)
                     await session.commit()
                     return result

@@ -102,7 +102,7 @@ class SimulatedConnection(Connection):
         return self.ended_by
 
     async def recording(self) -> Recording | None:
-        if not self._ended.is_set():
+        if not self._ended.is_set() or self._length <= 0:
             return None
         silence = bytes(int(self._length * SAMPLE_RATE) * SAMPLE_WIDTH)
         return Recording("audio/wav", stereo_wav(silence, silence), self._length)
