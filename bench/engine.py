@@ -5,13 +5,13 @@
 Each run uses a fresh PostgreSQL database (CALLPLANE_BENCH_POSTGRES_URL, default the test
 server at postgresql://postgres@127.0.0.1:5432/postgres), migrated, dropped at the end.
 
-1. Dispatch throughput: ``--calls`` enqueued calls over 20 organizations (limit 1000 each),
-   then ``--workers`` ``callplane worker`` processes with simulated calls of 0 seconds; calls per
-   second from the workers' start until every call is ``completed`` (each call: claim, dial,
-   answer, conversation, recording, completion, three events).
-2. Claim latency with an idle engine: calls created one at a time as ``POST /calls`` creates them
-   (insert + NOTIFY in one transaction), 20 ms apart; latency = the ``call.dialing`` event's time
-   minus ``created_at``; p50 / p99.
+1. Dispatch throughput: ``--calls`` enqueued calls over 20 organizations (limit 1000
+   each), then ``--workers`` ``callplane worker`` processes with simulated calls of 0 seconds;
+   calls per second from the workers' start until every call is ``completed`` (each call:
+   claim, dial, answer, conversation, completion, three events, the after-call work).
+2. Claim latency with an idle engine: calls created one at a time as ``POST /calls`` creates
+   them (insert + NOTIFY in one transaction), 250 ms apart (each finds the engine idle);
+   latency = the ``call.dialing`` event's time minus ``created_at``; p50 / p99.
 3. Webhook deliveries: ``--events`` events written to one endpoint whose receiver (a separate
    process on 127.0.0.1) answers 204; deliveries per second until every attempt is logged.
 """
@@ -186,8 +186,8 @@ async def claim_latency(db: Database, url: str, args: argparse.Namespace, tmp: P
             await wakeups.announce(session, wakeups.CALLS)
             await session.commit()
             ids.append(call.id)
-        await asyncio.sleep(0.02)
-    await asyncio.sleep(1.0)
+        await asyncio.sleep(0.25)
+    await asyncio.sleep(2.0)
     _stop(procs)
     async with db.session(write=False) as session:
         rows = (
@@ -256,7 +256,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--samples", type=int, default=60)
     parser.add_argument("--events", type=int, default=3000)
     parser.add_argument("--only", choices=["dispatch", "latency", "webhooks"])
     args = parser.parse_args()

@@ -66,6 +66,12 @@ async def events_of(client: httpx.AsyncClient, org: OrgHandle, call_id: str) -> 
     return events
 
 
+def lifecycle(events: list[Any]) -> list[Any]:
+    """The status moves only: without ``call.analyzed``, which the conversation adds after a
+    completed call at a moment of its own."""
+    return [e for e in events if e["type"] != "call.analyzed"]
+
+
 async def wait_for_event(
     client: httpx.AsyncClient, org: OrgHandle, call_id: str, type_: str, within: float = 10.0
 ) -> list[Any]:

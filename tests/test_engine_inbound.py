@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from callplane.telephony.base import InboundOffer
 from tests.conftest import client_for
-from tests.engine_support import create_call, engine_app, events_of, wait_for_call
+from tests.engine_support import create_call, engine_app, events_of, lifecycle, wait_for_call
 from tests.factories import load, make_org
 
 AGENT = "6f1c2a1e-8a43-4c39-9a55-1d2f3e4a5b01"
@@ -46,7 +46,7 @@ async def test_a_call_to_an_organizations_number_is_answered_as_inbound(make_app
         assert call["status"] in ("in_progress", "completed")
         assert call["started_at"] is not None and call["answered_by"] == "human"
         done = await wait_for_call(client, org, call["id"])
-        events = await events_of(client, org, call["id"])
+        events = lifecycle(await events_of(client, org, call["id"]))
         theirs = (await client.get("/v1/calls", headers=other.headers)).json()
     assert done["status"] == "completed"
     assert [(e["sequence"], e["type"]) for e in events] == [

@@ -135,7 +135,8 @@ async def test_signed_events_of_every_call_arrive_in_sequence(make_app):
     app = await engine_app(make_app, webhook_allow_private_networks=True)
     org = await make_org(app)
     async with receiver() as rec, client_for(app) as client:
-        hook = (await _create(client, org, rec.url)).json()["webhook"]
+        lifecycle = ["call.dialing", "call.in_progress", "call.ended"]
+        hook = (await _create(client, org, rec.url, events=lifecycle)).json()["webhook"]
         answered = await create_call(client, org, "+14155550100", first_message="Hi")
         busy = await create_call(client, org, "+14155550001")
         await wait_for_call(client, org, answered)
