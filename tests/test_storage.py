@@ -4,7 +4,7 @@ loopback, started here; boto3 is never patched). Under CI these tests run, they 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -67,6 +67,37 @@ async def exercise(storage: Storage) -> None:
     await storage.delete("7/abc")
     with pytest.raises(StorageError):
         await storage.size("7/abc")
+    await exercise_streams(storage)
+
+
+async def exercise_streams(storage: Storage) -> None:
+    """Uploads of unknown length (put_stream), whole files (put_file), and download."""
+    import tempfile
+
+    async def chunks(count: int, fail: bool = False) -> AsyncIterator[bytes]:
+        for n in range(count):
+            yield bytes([n % 256]) * 300_000
+        if fail:
+            raise RuntimeError("client went away")
+
+    assert await storage.put_stream("7/stream", chunks(5), "audio/wav") == 1_500_000
+    assert await storage.size("7/stream") == 1_500_000
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "copy"
+        await storage.download("7/stream", copy)
+        assert copy.read_bytes() == b"".join([bytes([n]) * 300_000 for n in range(5)])
+        copy.write_bytes(b"file bytes")
+        await storage.put_file("7/stream", copy, "audio/wav")
+    assert await collect(storage, "7/stream", 0, 9) == b"file bytes"
+    # A stream that fails half-way stores nothing, and leaves what was there alone.
+    with pytest.raises(RuntimeError):
+        await storage.put_stream("7/stream", chunks(3, fail=True), "audio/wav")
+    assert await collect(storage, "7/stream", 0, 9) == b"file bytes"
+    with pytest.raises(RuntimeError):
+        await storage.put_stream("7/other", chunks(2, fail=True), "audio/wav")
+    with pytest.raises(StorageError):
+        await storage.size("7/other")
+    await storage.delete("7/stream")
 
 
 async def test_local_storage(tmp_path: Path):
