@@ -1,4 +1,4 @@
-"""The demo data of this domain loads and behaves as docs/readme/external_calls.md describes."""
+"""The demo data of external calls loads and behaves as the README's tour describes."""
 
 from __future__ import annotations
 
