@@ -31,6 +31,7 @@ from callplane.migrate import upgrade
 from callplane.models import metadata
 from callplane.models.base import USER_TABLE_PREFIX
 from callplane.settings import Settings
+from tests import tenancy_check
 
 BACKEND = os.environ.get("CALLPLANE_TEST_DATABASE", "sqlite")
 POSTGRES_ADMIN_URL = os.environ.get(
@@ -38,6 +39,21 @@ POSTGRES_ADMIN_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("CALLPLANE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+# Every statement of every test goes through the tenancy check (tests/tenancy_check.py).
+tenancy_check.install()
+
+
+@pytest.fixture(autouse=True)
+def tenancy_filtered() -> Any:
+    """Fail the test when any statement it ran touched a tenant table without the filter."""
+    tenancy_check.take_violations()
+    yield
+    violations = tenancy_check.take_violations()
+    assert not violations, "statements without the organization filter:\n" + "\n".join(
+        f"{tables}: {sql}" for sql, tables in violations
+    )
 
 
 def _pg_url(database: str) -> str:
@@ -153,8 +169,10 @@ async def make_app(database_url: str, tmp_path: Path) -> AsyncIterator[AppFactor
         # Apps of one test share its recording storage, as processes of a deployment do.
         overrides.setdefault("storage_url", f"file://{tmp_path / 'recordings'}")
         app = create_app(make_settings(url, **overrides))
+        app.add_middleware(tenancy_check.CheckedScope)
         lifespan = app.router.lifespan_context(app)
-        await lifespan.__aenter__()
+        with tenancy_check.checked():  # background tasks started here inherit the check
+            await lifespan.__aenter__()
         stacks.append(lifespan)
         return app
 

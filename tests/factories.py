@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from callplane.loader import load_document
 from callplane.orgs.service import create_organization, issue_key
 from callplane.runtime import Runtime
+from tests import tenancy_check
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,11 @@ def runtime_of(app: FastAPI) -> Runtime:
 
 
 async def make_org(app: FastAPI, name: str = "Acme") -> OrgHandle:
+    with tenancy_check.checked():
+        return await _make_org(app, name)
+
+
+async def _make_org(app: FastAPI, name: str) -> OrgHandle:
     async with runtime_of(app).db.session(write=True) as session:
         org = await create_organization(session, name)
         key = await issue_key(session, org.id)
@@ -39,7 +45,8 @@ async def make_org(app: FastAPI, name: str = "Acme") -> OrgHandle:
 async def load(app: FastAPI, org: OrgHandle, document: dict[str, Any]) -> dict[str, list[Any]]:
     """Load a fixture document (DESIGN §8) for ``org``; returns the created ids."""
     runtime = runtime_of(app)
-    async with runtime.db.session(write=True) as session:
-        created = await load_document(session, runtime.settings, org.id, document)
-        await session.commit()
-        return created
+    with tenancy_check.checked():
+        async with runtime.db.session(write=True) as session:
+            created = await load_document(session, runtime.settings, org.id, document)
+            await session.commit()
+            return created

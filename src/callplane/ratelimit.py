@@ -69,24 +69,19 @@ class RateLimiter:
         except Exception:  # the limiter's backend failed: fail open, loudly
             log.exception("rate limiter unavailable; request allowed")
 
-    async def guard_auth_failures(self, address: str) -> None:
-        """RateLimited while an address has used up its failed-authentication allowance."""
+    async def count_auth_failure(self, address: str) -> None:
+        """Count one failed authentication of an address; RateLimited once it has used up its
+        allowance (the failure is then answered 429 instead of 401). Only failures are counted
+        and refused: see ``http.auth.authenticate`` for why."""
         if self.auth_failures is None or self._strategy is None:
             return
         identity = f"authfail:{address}"
         try:
-            if not await self._strategy.test(self.auth_failures, identity):
+            allowed = await self._strategy.hit(self.auth_failures, identity)
+            if not allowed:
                 raise RateLimited(await self._retry_after(self.auth_failures, identity))
         except RateLimited:
             raise
-        except Exception:
-            log.exception("rate limiter unavailable; request allowed")
-
-    async def record_auth_failure(self, address: str) -> None:
-        if self.auth_failures is None or self._strategy is None:
-            return
-        try:
-            await self._strategy.hit(self.auth_failures, f"authfail:{address}")
         except Exception:
             log.exception("rate limiter unavailable; failure not counted")
 
@@ -113,3 +108,8 @@ class RateLimiter:
                 await self._strategy.hit(self.signin_failures, f"signin:{identity}")
         except Exception:
             log.exception("rate limiter unavailable; failure not counted")
+
+    @property
+    def in_memory(self) -> bool:
+        """True when counters live in this process (each worker process counts on its own)."""
+        return isinstance(self.storage, MemoryStorage)

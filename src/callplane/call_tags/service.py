@@ -2,17 +2,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.http.pagination import count, offset
 from callplane.models.call_tags import CallTag
+from callplane.tenancy import select_owned
 
 
 async def list_call_tags(
     session: AsyncSession, organization_id: int, page: int, page_size: int
 ) -> tuple[Sequence[CallTag], int]:
-    query = select(CallTag).where(CallTag.organization_id == organization_id)
+    query = select_owned(CallTag, organization_id)
     total = await count(session, query)
     rows = await session.scalars(
         query.order_by(CallTag.created_at, CallTag.id)

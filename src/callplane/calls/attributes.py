@@ -15,11 +15,12 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, insert, select
+from sqlalchemy import and_, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from callplane.models.calls import CallAttribute
+from callplane.tenancy import same_organization, select_owned
 
 PARAM = "param"
 EXTERNAL = "external"
@@ -88,8 +89,7 @@ async def newest_match(
     """
     first, *others = pairs
     driver = aliased(CallAttribute)
-    query = select(driver.call_uuid).where(
-        driver.organization_id == organization_id,
+    query = select_owned(driver, organization_id, driver.call_uuid).where(
         driver.source == first[0],
         driver.key_digest == digest(first[1]),
         driver.value_digest == digest(first[2]),
@@ -99,7 +99,7 @@ async def newest_match(
         query = query.join(
             other,
             and_(
-                other.organization_id == driver.organization_id,
+                same_organization(other, driver),
                 other.call_uuid == driver.call_uuid,
                 other.source == source,
                 other.key_digest == digest(key),

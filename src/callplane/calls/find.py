@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.calls import service
@@ -16,6 +15,7 @@ from callplane.calls.attributes import EXTERNAL, PARAM, newest_match
 from callplane.errors import InvalidInput, NotFound
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
+from callplane.tenancy import select_owned
 
 MAX_FIELDS = 50
 MAX_FIELDS_CHARS = 1000
@@ -136,11 +136,11 @@ async def find_call_by_attribute(
     call_uuid = await newest_match(session, organization_id, pairs)
     if call_uuid is None:
         raise NotFound("No call matches the given attributes")
-    where = (Call.organization_id == organization_id, Call.id == call_uuid)
     if fields is None:
         call = await service.get_call(session, organization_id, call_uuid)
         [wire] = await service.calls_wire(session, runtime, organization_id, [call])
         return wire
     projection = Projection(fields)
-    row = (await session.execute(select(*projection.columns()).where(*where))).one()
+    query = select_owned(Call, organization_id, *projection.columns()).where(Call.id == call_uuid)
+    row = (await session.execute(query)).one()
     return projection.build(row)

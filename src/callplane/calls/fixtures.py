@@ -23,6 +23,7 @@ from callplane.calls.schemas import (
     TranscriptEntry,
 )
 from callplane.calls.service import add_call, check_references
+from callplane.errors import InvalidInput
 from callplane.loader import LoadContext, LoadError, parse_items, section
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
@@ -81,15 +82,16 @@ class CallItem(BaseModel):
 async def load_calls(context: LoadContext, items: list[Any]) -> list[Any]:
     created = []
     for index, item in enumerate(parse_items("calls", items, CallItem)):
-        problem = await check_references(
-            context.session,
-            context.organization_id,
-            agent_uuid=item.agent_id,
-            voice_uuid=item.voice_id,
-            tag_uuids=item.tags,
-        )
-        if problem:
-            raise LoadError(f"calls[{index}].{problem}")
+        try:
+            await check_references(
+                context.session,
+                context.organization_id,
+                agent_uuid=item.agent_id,
+                voice_uuid=item.voice_id,
+                tag_uuids=item.tags,
+            )
+        except InvalidInput as exc:
+            raise LoadError(f"calls[{index}].{exc.loc[-1]}: {exc.message}") from None
         created_at = item.created_at or utcnow()
         call = Call(
             organization_id=context.organization_id,

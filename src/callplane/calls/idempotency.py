@@ -16,13 +16,13 @@ from datetime import timedelta
 from typing import Any
 
 import orjson
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.db import dialect_insert
 from callplane.errors import Conflict
 from callplane.models.base import utcnow
 from callplane.models.calls import CallIdempotencyKey
+from callplane.tenancy import select_owned, update_owned
 
 #: Keys are honoured at least this long; an older claim may be taken over by a new request.
 KEY_LIFETIME = timedelta(hours=24)
@@ -62,14 +62,13 @@ async def claim(
         return None
     stored = (
         await session.execute(
-            select(
+            select_owned(
+                CallIdempotencyKey,
+                organization_id,
                 CallIdempotencyKey.request_digest,
                 CallIdempotencyKey.response_status,
                 CallIdempotencyKey.response_body,
-            ).where(
-                CallIdempotencyKey.organization_id == organization_id,
-                CallIdempotencyKey.key == key,
-            )
+            ).where(CallIdempotencyKey.key == key)
         )
     ).one()
     if stored.request_digest != digest:
@@ -83,11 +82,8 @@ async def record(
     session: AsyncSession, organization_id: int, key: str, status_code: int, body: Any
 ) -> None:
     await session.execute(
-        update(CallIdempotencyKey)
-        .where(
-            CallIdempotencyKey.organization_id == organization_id,
-            CallIdempotencyKey.key == key,
-        )
+        update_owned(CallIdempotencyKey, organization_id)
+        .where(CallIdempotencyKey.key == key)
         .values(response_status=status_code, response_body=body)
         .execution_options(synchronize_session=False)
     )

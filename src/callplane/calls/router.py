@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Annotated, Literal, get_args
 
 import orjson
@@ -20,6 +19,7 @@ from callplane.calls.schemas import (
     CallEventList,
     CallList,
     Cancelled,
+    UtcTimestamp,
 )
 from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import STATUS
@@ -62,21 +62,20 @@ async def create_call(
     GET /calls/{uuid}. Send an Idempotency-Key to make retries safe: the same key with the same
     body returns the first response, with another body 409."""
     org = tenant.organization_id
-    # Domain errors are rendered before the request's session is finished, and that session
-    # then commits: the savepoint undoes a claimed key when the creation fails after it.
-    async with session.begin_nested():
-        if idempotency_key is not None:
-            digest = idempotency.request_digest(body.model_dump(mode="json"))
-            stored = await idempotency.claim(session, org, idempotency_key, digest)
-            if stored is not None:
-                return json_response(stored.body, stored.status_code)
-        call = await service.create_call(session, org, body)
-        await wakeups.announce(session, wakeups.CALLS)
-        [wire] = await service.calls_wire(session, runtime, org, [call])
-        content = {"success": True, "status": call.status, "call_id": call.id, "call": wire}
-        if idempotency_key is not None:
-            plain = orjson.loads(dumps(content))
-            await idempotency.record(session, org, idempotency_key, 201, plain)
+    # A failure after the key is claimed raises, and the request's unit of work rolls the claim
+    # back with everything else (http.unit_of_work): only successes are ever replayed.
+    if idempotency_key is not None:
+        digest = idempotency.request_digest(body.model_dump(mode="json"))
+        stored = await idempotency.claim(session, org, idempotency_key, digest)
+        if stored is not None:
+            return json_response(stored.body, stored.status_code)
+    call = await service.create_call(session, org, body)
+    await wakeups.announce(session, wakeups.CALLS)
+    [wire] = await service.calls_wire(session, runtime, org, [call])
+    content = {"success": True, "status": call.status, "call_id": call.id, "call": wire}
+    if idempotency_key is not None:
+        plain = orjson.loads(dumps(content))
+        await idempotency.record(session, org, idempotency_key, 201, plain)
     return json_response(content, 201)
 
 
@@ -89,8 +88,8 @@ async def list_calls(
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
     status: CallStatus | None = None,
     direction: Literal["inbound", "outbound"] | None = None,
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
+    created_after: UtcTimestamp | None = None,
+    created_before: UtcTimestamp | None = None,
 ) -> Response:
     """The organization's calls, newest first, filtered by status, direction and creation time."""
     calls, total = await service.list_calls(

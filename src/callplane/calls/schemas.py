@@ -7,7 +7,7 @@ here describe them in OpenAPI and validate what clients send.
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -88,7 +88,18 @@ def normalize_number(value: str) -> str:
     return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
 
 
+def _utc(value: datetime) -> datetime:
+    # 0001-01-01T00:00:00+01:00 is a valid ISO 8601 text with no UTC equivalent: it is out of
+    # range here rather than an overflow while binding the query.
+    try:
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:
+        raise ValueError("must be a timestamp from 0001-01-01 to 9999-12-31 in UTC") from None
+
+
 SafeStr = Annotated[str, AfterValidator(_check_text)]
+#: A timestamp a client sends (a value without a zone is UTC), held in UTC.
+UtcTimestamp = Annotated[datetime, AfterValidator(_utc)]
 PhoneNumber = Annotated[str, StringConstraints(max_length=64), AfterValidator(normalize_number)]
 JSONObject = Annotated[dict[str, Any], AfterValidator(check_json)]
 Attributes = Annotated[dict[str, Any], AfterValidator(_check_attributes)]

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.calls.attributes import attribute_rows, index_attributes
@@ -21,6 +20,7 @@ from callplane.models.calls import Call, CallTagLink
 from callplane.models.voices import Voice
 from callplane.recordings.urls import call_recording_urls
 from callplane.runtime import Runtime
+from callplane.tenancy import same_organization, select_owned, update_owned
 
 CALL_NOT_FOUND = "Call not found"
 
@@ -80,16 +80,19 @@ async def tags_of(
     if not call_uuids:
         return found
     rows = await session.execute(
-        select(CallTagLink.call_uuid, CallTag.id, CallTag.name, CallTag.description, CallTag.color)
+        select_owned(
+            CallTagLink,
+            organization_id,
+            CallTagLink.call_uuid,
+            CallTag.id,
+            CallTag.name,
+            CallTag.description,
+            CallTag.color,
+        )
         .join(
-            CallTag,
-            (CallTag.organization_id == CallTagLink.organization_id)
-            & (CallTag.id == CallTagLink.tag_uuid),
+            CallTag, same_organization(CallTag, CallTagLink) & (CallTag.id == CallTagLink.tag_uuid)
         )
-        .where(
-            CallTagLink.organization_id == organization_id,
-            CallTagLink.call_uuid.in_(list(call_uuids)),
-        )
+        .where(CallTagLink.call_uuid.in_(list(call_uuids)))
         .order_by(CallTagLink.call_uuid, CallTagLink.position)
     )
     for call_uuid, tag_id, name, description, color in rows:
@@ -116,34 +119,31 @@ async def check_references(
     agent_uuid: uuid.UUID | None,
     voice_uuid: uuid.UUID | None,
     tag_uuids: Sequence[uuid.UUID],
-) -> str | None:
-    """The first reference that names nothing of the organization, as ``field: message``."""
+) -> None:
+    """InvalidInput for the first reference that names nothing of the organization."""
     if agent_uuid is not None:
         agent = await session.scalar(
-            select(Agent.id).where(
-                Agent.organization_id == organization_id, Agent.uuid == agent_uuid
-            )
+            select_owned(Agent, organization_id, Agent.id).where(Agent.uuid == agent_uuid)
         )
         if agent is None:
-            return "agent_id: no such agent"
+            raise InvalidInput("no such agent", loc=("body", "agent_id"))
     if voice_uuid is not None:
         voice = await session.scalar(
-            select(Voice.id).where(Voice.organization_id == organization_id, Voice.id == voice_uuid)
+            select_owned(Voice, organization_id, Voice.id).where(Voice.id == voice_uuid)
         )
         if voice is None:
-            return "voice_id: no such voice"
+            raise InvalidInput("no such voice", loc=("body", "voice_id"))
     if tag_uuids:
         known = set(
             await session.scalars(
-                select(CallTag.id).where(
-                    CallTag.organization_id == organization_id, CallTag.id.in_(list(tag_uuids))
+                select_owned(CallTag, organization_id, CallTag.id).where(
+                    CallTag.id.in_(list(tag_uuids))
                 )
             )
         )
         missing = [t for t in tag_uuids if t not in known]
         if missing:
-            return f"tags: no such call tag {missing[0]}"
-    return None
+            raise InvalidInput(f"no such call tag {missing[0]}", loc=("body", "tags"))
 
 
 async def add_call(session: AsyncSession, call: Call, tag_uuids: Sequence[uuid.UUID]) -> None:
@@ -174,16 +174,13 @@ async def add_call(session: AsyncSession, call: Call, tag_uuids: Sequence[uuid.U
 
 
 async def create_call(session: AsyncSession, organization_id: int, body: CallCreate) -> Call:
-    problem = await check_references(
+    await check_references(
         session,
         organization_id,
         agent_uuid=body.agent_id,
         voice_uuid=body.voice_id,
         tag_uuids=body.tags,
     )
-    if problem:
-        field, _, message = problem.partition(": ")
-        raise InvalidInput(message, loc=("body", field))
     now = utcnow()
     call = Call(
         organization_id=organization_id,
@@ -216,9 +213,8 @@ async def create_call(session: AsyncSession, organization_id: int, body: CallCre
 
 
 async def get_call(session: AsyncSession, organization_id: int, call_uuid: uuid.UUID) -> Call:
-    call = await session.scalar(
-        select(Call).where(Call.organization_id == organization_id, Call.id == call_uuid)
-    )
+    query = select_owned(Call, organization_id).where(Call.id == call_uuid)
+    call: Call | None = await session.scalar(query)
     if call is None:
         raise NotFound(CALL_NOT_FOUND)
     return call
@@ -235,7 +231,7 @@ async def list_calls(
     created_after: datetime | None,
     created_before: datetime | None,
 ) -> tuple[Sequence[Call], int]:
-    query = select(Call).where(Call.organization_id == organization_id)
+    query = select_owned(Call, organization_id)
     if status is not None:
         query = query.where(Call.status == status)
     if direction is not None:
@@ -264,13 +260,9 @@ async def cancel_call(
     Only when it matched nothing is the status read, to tell "already cancelled" (success),
     "started or finished" (409) and "no such call" (404) apart.
     """
-    cancelled = await session.scalar(
-        update(Call)
-        .where(
-            Call.organization_id == organization_id,
-            Call.id == call_uuid,
-            Call.status == "enqueued",
-        )
+    cancelled: Call | None = await session.scalar(
+        update_owned(Call, organization_id)
+        .where(Call.id == call_uuid, Call.status == "enqueued")
         .values(
             status="cancelled",
             updated_at=utcnow(),
@@ -282,7 +274,7 @@ async def cancel_call(
     if cancelled is not None:
         return cancelled
     status = await session.scalar(
-        select(Call.status).where(Call.organization_id == organization_id, Call.id == call_uuid)
+        select_owned(Call, organization_id, Call.status).where(Call.id == call_uuid)
     )
     if status is None:
         raise NotFound(CALL_NOT_FOUND)

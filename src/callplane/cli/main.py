@@ -258,7 +258,7 @@ def demo(
             typer.echo(f"{section}: {len(ids)} created")
         return
 
-    async def work(session: AsyncSession, settings: Settings) -> tuple[int, str, DemoPerson]:
+    async def work(session: AsyncSession, settings: Settings) -> tuple[int, str | None, DemoPerson]:
         org_id, key = await ensure_demo(session, settings)
         return org_id, key, await ensure_demo_person(session, settings, org_id)
 
@@ -268,6 +268,12 @@ def demo(
         f"Dashboard: {Settings().public_url}/dashboard/\n"
         f"  email:    {person.email}\n  password: {password}"
     )
+    if key is None:
+        typer.echo(
+            f"Demo organization {org_id}. Its demo API key was revoked and stays revoked; "
+            f"make another with: callplane keys create --org {org_id}"
+        )
+        return
     typer.echo(f"Demo organization {org_id}. API key:\n{key}")
 
 

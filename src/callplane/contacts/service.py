@@ -32,6 +32,7 @@ from callplane.errors import Conflict, InvalidInput, NotFound
 from callplane.http.pagination import count, offset
 from callplane.models.base import UTCDateTime, utcnow
 from callplane.models.contacts import Contact
+from callplane.tenancy import across_organizations, owned_by, select_owned
 
 DATA_MAX_BYTES = 65_536
 TTL_MIN_SECONDS = 60
@@ -173,7 +174,7 @@ def _live(now: Any) -> ColumnElement[bool]:
 
 _NOW = bindparam("p_now", type_=UTCDateTime())
 _THIS_CONTACT = and_(
-    _c.organization_id == bindparam("p_org"), _c.identifier == bindparam("p_identifier")
+    owned_by(_contacts, bindparam("p_org")), _c.identifier == bindparam("p_identifier")
 )
 _LIVE = _live(_NOW)
 
@@ -303,9 +304,15 @@ async def list_contacts(
 ) -> tuple[Sequence[Row[Any]], int]:
     """Contacts with readable data, oldest first; deleted or expired data is not listed."""
     now = now or utcnow()
-    query = select(_c.identifier, _c.revision, _c.expires_at, _c.created_at, _c.updated_at).where(
-        _c.organization_id == organization_id, _live(now)
-    )
+    query = select_owned(
+        _contacts,
+        organization_id,
+        _c.identifier,
+        _c.revision,
+        _c.expires_at,
+        _c.created_at,
+        _c.updated_at,
+    ).where(_live(now))
     total = await count(session, query)
     start = offset(page, page_size)
     if start >= total:
@@ -329,9 +336,11 @@ async def purge_expired(session: AsyncSession, *, now: datetime, batch_size: int
         .limit(batch_size)
         .with_for_update(skip_locked=True)
     )
-    result = await session.execute(
+    purge = (
         update(_contacts)
         .where(tuple_(_c.organization_id, _c.identifier).in_(expired), _c.expires_at <= now)
         .values(data=None, expires_at=None)
     )
+    reason = "expired data is cleared for every organization; the rows are chosen by expiry only"
+    result = await session.execute(across_organizations(purge, reason))
     return int(result.rowcount)  # type: ignore[attr-defined]

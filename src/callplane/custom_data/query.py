@@ -22,6 +22,7 @@ from callplane.custom_data.schema import TableSchema
 from callplane.custom_data.types import ColumnType
 from callplane.errors import InvalidInput
 from callplane.http.pagination import offset
+from callplane.tenancy import owned_by
 
 DEFAULT_PER_PAGE = 50
 MAX_PER_PAGE = 200
@@ -105,7 +106,7 @@ async def run_list(
     statements' structure, so the same list request reuses built statements."""
     t = schema.table
     dialect = session.get_bind().dialect.name
-    where = [t.c.organization_id == bindparam("org"), *conditions]
+    where = [owned_by(t, bindparam("org")), *conditions]
     params = {**params, "org": schema.organization_id}
 
     def counting() -> Any:

@@ -21,6 +21,7 @@ from callplane.custom_data.types import INT64_MAX, TimestampType
 from callplane.db import sync_id_sequence
 from callplane.errors import CallplaneError, Conflict, InvalidInput, NotFound
 from callplane.models.base import utcnow
+from callplane.tenancy import delete_owned, owned_by, select_owned
 
 SOURCE_COLUMN = re.compile(r"[a-z][a-z0-9_]{0,62}")
 
@@ -70,8 +71,9 @@ async def check_references(
         wanted = {r[spec.name] for r in rows if r.get(spec.name) is not None}
         if not wanted:
             continue
-        target = table(physical_name(spec.references_id), column("id"))
-        found = set(await session.scalars(select(target.c.id).where(target.c.id.in_(wanted))))
+        target = table(physical_name(spec.references_id), column("id"), column("organization_id"))
+        query = select_owned(target, schema.organization_id, target.c.id)
+        found = set(await session.scalars(query.where(target.c.id.in_(wanted))))
         missing = sorted(wanted - found)
         if missing:
             raise InvalidInput(
@@ -142,7 +144,7 @@ async def _write(session: AsyncSession, stmt: Any, deleting: bool = False) -> An
 
 def _where_id(schema: TableSchema, record_id: int) -> list[Any]:
     t = schema.table
-    return [t.c.id == record_id, t.c.organization_id == schema.organization_id]
+    return [t.c.id == record_id, owned_by(t, schema.organization_id)]
 
 
 def _check_id(record_id: int) -> None:
@@ -153,7 +155,7 @@ def _check_id(record_id: int) -> None:
 
 def _by_id(schema: TableSchema) -> list[Any]:
     t = schema.table
-    return [t.c.id == bindparam("rid"), t.c.organization_id == bindparam("org")]
+    return [t.c.id == bindparam("rid"), owned_by(t, bindparam("org"))]
 
 
 async def get_record(session: AsyncSession, schema: TableSchema, record_id: int) -> dict[str, Any]:
@@ -259,6 +261,6 @@ async def delete_record(session: AsyncSession, schema: TableSchema, record_id: i
 
 async def delete_all_records(session: AsyncSession, schema: TableSchema) -> int:
     t = schema.table
-    stmt = delete(t).where(t.c.organization_id == schema.organization_id)
+    stmt = delete_owned(t, schema.organization_id)
     result = await _write(session, stmt, deleting=True)
     return int(result.rowcount)

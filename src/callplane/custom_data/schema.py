@@ -36,16 +36,24 @@ from sqlalchemy.exc import InternalError, OperationalError, ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
-from callplane.custom_data.types import ID, REFERENCE, TIMESTAMP, TYPES, ColumnType, IntegerType
+from callplane.custom_data.types import (
+    ID,
+    REFERENCE,
+    TIMESTAMP,
+    TYPES,
+    ColumnType,
+    Int32Type,
+)
 from callplane.errors import InvalidInput, NotFound
 from callplane.models.base import USER_TABLE_PREFIX, UTCDateTime
 from callplane.models.custom_data import CustomTable
+from callplane.tenancy import owned_by, select_owned
 
 TABLE_NAME = re.compile(r"[A-Za-z0-9_-]{1,63}")
 RESERVED_TABLE_NAMES = frozenset({"tables"})
 MANAGED_COLUMNS: dict[str, ColumnType] = {
     "id": ID,
-    "organization_id": IntegerType(),
+    "organization_id": Int32Type(),
     "created_at": TIMESTAMP,
     "updated_at": TIMESTAMP,
 }
@@ -228,8 +236,8 @@ def check_table_name(name: str) -> None:
 
 
 _KEY_COLUMNS = (_catalog.c.id, _catalog.c.created_at, _catalog.c.updated_at)
-_BY_NAME = (_catalog.c.organization_id == bindparam("org")) & (_catalog.c.name == bindparam("key"))
-_BY_ID = (_catalog.c.organization_id == bindparam("org")) & (_catalog.c.id == bindparam("key"))
+_BY_NAME = owned_by(_catalog, bindparam("org")) & (_catalog.c.name == bindparam("key"))
+_BY_ID = owned_by(_catalog, bindparam("org")) & (_catalog.c.id == bindparam("key"))
 _KEY_QUERIES = {
     (by, lock): (
         select(*_KEY_COLUMNS).where(condition).with_for_update()
@@ -239,7 +247,7 @@ _KEY_QUERIES = {
     for by, condition in (("name", _BY_NAME), ("id", _BY_ID))
     for lock in (False, True)
 }
-_FULL_ROW = select(_catalog).where(_catalog.c.id == bindparam("id"))
+_FULL_ROW = select_owned(_catalog, bindparam("org")).where(_catalog.c.id == bindparam("id"))
 
 
 async def _resolve(
@@ -257,7 +265,7 @@ async def _resolve(
     if cached is not None:
         _cache.move_to_end(cache_key)
         return cached
-    row = (await session.execute(_FULL_ROW, {"id": found.id})).one()
+    row = (await session.execute(_FULL_ROW, {"org": organization_id, "id": found.id})).one()
     return schema_from_row(row, dialect)
 
 
@@ -280,11 +288,7 @@ async def find_table_by_id(
 
 
 async def list_tables(session: AsyncSession, organization_id: int) -> list[TableSchema]:
-    query = (
-        select(_catalog)
-        .where(_catalog.c.organization_id == organization_id)
-        .order_by(_catalog.c.name, _catalog.c.id)
-    )
+    query = select_owned(_catalog, organization_id).order_by(_catalog.c.name, _catalog.c.id)
     dialect = session.get_bind().dialect.name
     return [schema_from_row(row, dialect) for row in await session.execute(query)]
 

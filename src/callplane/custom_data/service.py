@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import Table, literal, select, text
+from sqlalchemy import Table, literal, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -33,6 +33,7 @@ from callplane.custom_data.types import TYPES
 from callplane.errors import Conflict, InvalidInput
 from callplane.models.base import utcnow
 from callplane.models.custom_data import CustomTable
+from callplane.tenancy import delete_owned, select_owned, update_owned
 
 COLUMN_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 MAX_INDEX_COLUMNS = 8
@@ -42,6 +43,11 @@ _catalog: Table = CustomTable.__table__  # type: ignore[assignment]
 
 def _bad(message: str, *loc: str | int) -> InvalidInput:
     return InvalidInput(message, loc=("body", *loc))
+
+
+#: Names PostgreSQL gives every table's system columns (and SQLite's rowid aliases): a column
+#: so named cannot be created there, so it is refused on both backends alike.
+SYSTEM_COLUMNS = frozenset({"xmin", "xmax", "cmin", "cmax", "ctid", "tableoid", "oid", "rowid"})
 
 
 def _check_columns(body: TableIn) -> None:
@@ -55,7 +61,11 @@ def _check_columns(body: TableIn) -> None:
                 position,
                 "name",
             )
-        if column.name in MANAGED_COLUMNS or column.name in LIST_PARAMETERS:
+        if (
+            column.name in MANAGED_COLUMNS
+            or column.name in LIST_PARAMETERS
+            or column.name in SYSTEM_COLUMNS
+        ):
             raise _bad(
                 f"{where}.name: {column.name} is a reserved name", "columns", position, "name"
             )
@@ -97,8 +107,8 @@ async def _referenced_ids(
     others = names - {body.name}
     if others:
         rows = await session.execute(
-            select(_catalog.c.name, _catalog.c.id)
-            .where(_catalog.c.organization_id == organization_id, _catalog.c.name.in_(others))
+            select_owned(_catalog, organization_id, _catalog.c.name, _catalog.c.id)
+            .where(_catalog.c.name.in_(others))
             .with_for_update(read=True)
         )
         found.update({name: table_id for name, table_id in rows})
@@ -149,9 +159,7 @@ async def create_table(session: AsyncSession, organization_id: int, body: TableI
         raise _bad(f"name: {body.name} is reserved", "name")
     _check_columns(body)
     exists = await session.scalar(
-        select(_catalog.c.id).where(
-            _catalog.c.organization_id == organization_id, _catalog.c.name == body.name
-        )
+        select_owned(_catalog, organization_id, _catalog.c.id).where(_catalog.c.name == body.name)
     )
     if exists is not None:
         raise Conflict(f"A table named {body.name} already exists")
@@ -179,7 +187,7 @@ async def create_table(session: AsyncSession, organization_id: int, body: TableI
     # The column list names the table's own id when it references itself, so it is written
     # once the id is known.
     await session.execute(
-        _catalog.update()
+        update_owned(_catalog, organization_id)
         .where(_catalog.c.id == row.id)
         .values(columns=[_spec_json(s) for s in specs], updated_at=now)
     )
@@ -187,16 +195,18 @@ async def create_table(session: AsyncSession, organization_id: int, body: TableI
     await create_physical(
         session, build_table(row.id, tuple(specs), tuple(map(tuple, body.indexes)), dialect)
     )
-    created = (await session.execute(select(_catalog).where(_catalog.c.id == row.id))).one()
-    return schema_from_row(created, dialect)
+    created = await session.execute(
+        select_owned(_catalog, organization_id).where(_catalog.c.id == row.id)
+    )
+    return schema_from_row(created.one(), dialect)
 
 
 async def delete_table(session: AsyncSession, organization_id: int, table_id: int) -> None:
     """DELETE /data/tables/{id}: 409 while it holds records or another table references it."""
     schema = await find_table_by_id(session, organization_id, table_id, lock=True)
     others = await session.execute(
-        select(_catalog.c.name, _catalog.c.columns).where(
-            _catalog.c.organization_id == organization_id, _catalog.c.id != table_id
+        select_owned(_catalog, organization_id, _catalog.c.name, _catalog.c.columns).where(
+            _catalog.c.id != table_id
         )
     )
     for name, columns in others:
@@ -208,8 +218,8 @@ async def delete_table(session: AsyncSession, organization_id: int, table_id: in
         # that is about to be dropped. The name is built from an integer id, never user text.
         quoted = bind.dialect.identifier_preparer.quote(physical_name(table_id))
         await session.execute(text(f"LOCK TABLE {quoted} IN ACCESS EXCLUSIVE MODE"))
-    holds = await session.scalar(select(literal(1)).select_from(schema.table).limit(1))
+    holds = await session.scalar(select_owned(schema.table, organization_id, literal(1)).limit(1))
     if holds is not None:
         raise Conflict(f"Table {schema.name} still holds records; delete them first")
     await drop_physical(session, schema.table)
-    await session.execute(_catalog.delete().where(_catalog.c.id == table_id))
+    await session.execute(delete_owned(_catalog, organization_id).where(_catalog.c.id == table_id))

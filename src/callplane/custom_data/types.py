@@ -22,6 +22,7 @@ from callplane.models.base import UTCDateTime
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
 # Neither backend can store U+0000 in text (PostgreSQL rejects it in TEXT and JSONB).
 _NUL = "\x00"
@@ -93,6 +94,23 @@ class IntegerType(ColumnType):
         value = int(text)
         if not INT64_MIN <= value <= INT64_MAX:
             raise _invalid(column, "must be a 64-bit integer", "query")
+        return value
+
+
+class Int32Type(IntegerType):
+    """A managed 32-bit column (``organization_id``): a filter value beyond 32 bits is refused
+    here instead of overflowing in the driver."""
+
+    def validate(self, column: str, value: Any) -> Any:
+        value = super().validate(column, value)
+        if not INT32_MIN <= value <= INT32_MAX:
+            raise _invalid(column, f"must be an integer from {INT32_MIN} to {INT32_MAX}")
+        return value
+
+    def parse_text(self, column: str, text: str) -> Any:
+        value = super().parse_text(column, text)
+        if not INT32_MIN <= value <= INT32_MAX:
+            raise _invalid(column, f"must be an integer from {INT32_MIN} to {INT32_MAX}", "query")
         return value
 
 

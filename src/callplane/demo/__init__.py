@@ -10,7 +10,7 @@ from importlib.resources import files
 from typing import Any
 
 import orjson
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.deployment import derive_secret, signing_key
@@ -24,6 +24,7 @@ from callplane.orgs.service import (
     issue_key,
 )
 from callplane.settings import Settings
+from callplane.tenancy import select_owned
 
 DEMO_ORG_NAME = "Demo organization"
 _DEMO_ORG_SETTING = "demo_organization_id"
@@ -47,8 +48,12 @@ async def load_demo_into(
     return await load_document(session, settings, organization_id, demo_document())
 
 
-async def ensure_demo(session: AsyncSession, settings: Settings) -> tuple[int, str]:
-    """(organization id, API key) of the demo organization, creating it on first use."""
+async def ensure_demo(session: AsyncSession, settings: Settings) -> tuple[int, str | None]:
+    """(organization id, API key) of the demo organization, creating it on first use.
+
+    The key is None when an operator revoked it: a revoked key stays revoked (another key is
+    made with ``callplane keys create``), whatever command runs again.
+    """
     org_id_text = await session.scalar(
         select(AppSetting.value).where(AppSetting.key == _DEMO_ORG_SETTING)
     )
@@ -60,9 +65,15 @@ async def ensure_demo(session: AsyncSession, settings: Settings) -> tuple[int, s
         await load_document(session, settings, org.id, demo_document())
         return org.id, plain
     org_id = int(org_id_text)
-    existing = await session.scalar(select(ApiKey.id).where(ApiKey.key_hash == hash_key(plain)))
+    existing = (
+        await session.execute(
+            select_owned(ApiKey, org_id, ApiKey.id, ApiKey.revoked_at).where(
+                ApiKey.key_hash == hash_key(plain)
+            )
+        )
+    ).first()
     if existing is None:
         await issue_key(session, org_id, name="demo", plain=plain)
-    else:
-        await session.execute(update(ApiKey).where(ApiKey.id == existing).values(revoked_at=None))
+    elif existing.revoked_at is not None:
+        return org_id, None
     return org_id, plain

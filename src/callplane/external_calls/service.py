@@ -7,13 +7,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import NotFound
 from callplane.http.pagination import count, offset
 from callplane.models.base import utcnow
 from callplane.models.external_calls import ExternalCall, Recording
+from callplane.tenancy import select_owned
 
 #: A leg's transcript and summary are shown once its processing is complete (SPEC rule 1).
 PROCESSED_STATUS = "transcribed"
@@ -30,9 +30,8 @@ async def visible_legs(
     if not external_call_ids:
         return legs
     rows = await session.scalars(
-        select(Recording)
+        select_owned(Recording, organization_id)
         .where(
-            Recording.organization_id == organization_id,
             Recording.external_call_id.in_(external_call_ids),
             Recording.deleted.is_(False),
             Recording.excluded.is_(False),
@@ -59,7 +58,7 @@ async def list_external_calls(
     session: AsyncSession, organization_id: int, page: int, page_size: int
 ) -> tuple[Sequence[ExternalCall], int, dict[uuid.UUID, list[Recording]]]:
     """A page of calls, newest first (created_at, then id), and the legs of all of them."""
-    query = select(ExternalCall).where(ExternalCall.organization_id == organization_id)
+    query = select_owned(ExternalCall, organization_id)
     total = await count(session, query)
     calls = (
         await session.scalars(

@@ -6,13 +6,14 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, insert, literal, select, update
+from sqlalchemy import func, insert, literal
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.calls.service import CALL_NOT_FOUND, uuid_text
 from callplane.errors import InvalidInput, NotFound
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, FeedbackEntry, FeedbackNote
+from callplane.tenancy import select_owned, update_owned
 
 FEEDBACK_NOT_FOUND = "Feedback not found"
 #: SPEC: notes created with an API key are authored by the literal "API".
@@ -34,16 +35,15 @@ async def entries_wire(
     notes: dict[uuid.UUID, list[dict[str, Any]]] = {e.id: [] for e in entries}
     if entries:
         rows = await session.execute(
-            select(
+            select_owned(
+                FeedbackNote,
+                organization_id,
                 FeedbackNote.feedback_uuid,
                 FeedbackNote.author_name,
                 FeedbackNote.note_text,
                 FeedbackNote.created_at,
             )
-            .where(
-                FeedbackNote.organization_id == organization_id,
-                FeedbackNote.feedback_uuid.in_(list(notes)),
-            )
+            .where(FeedbackNote.feedback_uuid.in_(list(notes)))
             .order_by(FeedbackNote.id)
         )
         for row in rows:
@@ -69,9 +69,7 @@ async def _call_transcript_length(
 ) -> int:
     transcripts = (
         await session.execute(
-            select(Call.transcripts).where(
-                Call.organization_id == organization_id, Call.id == call_uuid
-            )
+            select_owned(Call, organization_id, Call.transcripts).where(Call.id == call_uuid)
         )
     ).first()
     if transcripts is None:
@@ -83,16 +81,13 @@ async def list_feedback(
     session: AsyncSession, organization_id: int, call_uuid: uuid.UUID
 ) -> Sequence[FeedbackEntry]:
     exists = await session.scalar(
-        select(Call.id).where(Call.organization_id == organization_id, Call.id == call_uuid)
+        select_owned(Call, organization_id, Call.id).where(Call.id == call_uuid)
     )
     if exists is None:
         raise NotFound(CALL_NOT_FOUND)
     rows = await session.scalars(
-        select(FeedbackEntry)
-        .where(
-            FeedbackEntry.organization_id == organization_id,
-            FeedbackEntry.call_uuid == call_uuid,
-        )
+        select_owned(FeedbackEntry, organization_id)
+        .where(FeedbackEntry.call_uuid == call_uuid)
         .order_by(FeedbackEntry.created_at, FeedbackEntry.id)
     )
     return rows.all()
@@ -135,11 +130,8 @@ async def resolve_feedback(
     now = utcnow()
     resolved_at = func.coalesce(FeedbackEntry.resolved_at, now) if resolved else literal(None)
     entry = await session.scalar(
-        update(FeedbackEntry)
-        .where(
-            FeedbackEntry.organization_id == organization_id,
-            FeedbackEntry.id == feedback_uuid,
-        )
+        update_owned(FeedbackEntry, organization_id)
+        .where(FeedbackEntry.id == feedback_uuid)
         .values(resolved=resolved, resolved_at=resolved_at, updated_at=now)
         .returning(FeedbackEntry)
         .execution_options(populate_existing=True)
@@ -152,10 +144,8 @@ async def resolve_feedback(
 async def get_feedback(
     session: AsyncSession, organization_id: int, feedback_uuid: uuid.UUID
 ) -> FeedbackEntry:
-    entry = await session.scalar(
-        select(FeedbackEntry).where(
-            FeedbackEntry.organization_id == organization_id, FeedbackEntry.id == feedback_uuid
-        )
+    entry: FeedbackEntry | None = await session.scalar(
+        select_owned(FeedbackEntry, organization_id).where(FeedbackEntry.id == feedback_uuid)
     )
     if entry is None:
         raise NotFound(FEEDBACK_NOT_FOUND)
@@ -170,13 +160,15 @@ async def add_note(
     The entry itself is not touched: a note never changes ``resolved`` (SPEC).
     """
     now = utcnow()
-    source = select(
+    source = select_owned(
+        FeedbackEntry,
+        organization_id,
         FeedbackEntry.organization_id,
         FeedbackEntry.id,
         literal(API_AUTHOR),
         literal(note_text),
         literal(now, FeedbackNote.created_at.type),
-    ).where(FeedbackEntry.organization_id == organization_id, FeedbackEntry.id == feedback_uuid)
+    ).where(FeedbackEntry.id == feedback_uuid)
     inserted = (
         await session.execute(
             insert(FeedbackNote)

@@ -56,18 +56,31 @@ def _bearer_token(request: Request) -> str | None:
 async def authenticate(
     request: Request, session: AsyncSession, cache: KeyCache, limiter: RateLimiter
 ) -> Tenant:
-    address = request.client.host if request.client else "unknown"
-    await limiter.guard_auth_failures(address)
+    """The caller's tenant; 401 for a missing or unknown key, 429 once its address has failed
+    too often.
+
+    Design: the presented key is checked first, and the failed-authentication limit counts and
+    refuses failures only. A valid key is therefore never refused by it, so one client behind a
+    shared proxy or NAT sending bad keys cannot lock out everyone else at that address. Checking
+    first costs nothing a valid request does not already cost (one indexed lookup by hash), and
+    gives nothing away: a key has 256 random bits, so the limit is there to slow down and flag a
+    misbehaving client, not to protect a guessable key space. The address is the real client's
+    behind a trusted reverse proxy (``CALLPLANE_TRUSTED_PROXIES``, see ``http.proxies``).
+    """
     token = _bearer_token(request)
-    if token is None:
-        await limiter.record_auth_failure(address)
-        raise Unauthorized("Missing or malformed Authorization header; expected 'Bearer <API key>'")
-    tenant = cache.get(token)
-    if tenant is None:
-        tenant = await find_tenant(session, token)
+    tenant = None
+    if token is not None:
+        tenant = cache.get(token)
         if tenant is None:
-            await limiter.record_auth_failure(address)
-            raise Unauthorized("Invalid API key")
-        cache.put(token, tenant)
+            tenant = await find_tenant(session, token)
+            if tenant is not None:
+                cache.put(token, tenant)
+    if tenant is None:
+        await limiter.count_auth_failure(request.client.host if request.client else "unknown")
+        if token is None:
+            raise Unauthorized(
+                "Missing or malformed Authorization header; expected 'Bearer <API key>'"
+            )
+        raise Unauthorized("Invalid API key")
     await limiter.hit_key(tenant.api_key_id)
     return tenant

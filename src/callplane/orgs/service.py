@@ -11,6 +11,7 @@ import hmac
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -18,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from callplane.errors import NotFound
 from callplane.models.base import utcnow
 from callplane.models.orgs import ApiKey, Organization
+from callplane.tenancy import across_organizations, owned_by, select_owned
 
 KEY_PREFIX = "cp_"
 
@@ -74,32 +76,44 @@ async def issue_key(
 async def revoke_key(
     session: AsyncSession, key_id: int, organization_id: int | None = None
 ) -> None:
-    """Revoke a key; with ``organization_id`` (the dashboard), only a key of that organization."""
-    scope = [ApiKey.id == key_id]
-    if organization_id is not None:
-        scope.append(ApiKey.organization_id == organization_id)
+    """Revoke a key; with ``organization_id`` (the dashboard), only a key of that organization.
+
+    Without it (``callplane keys revoke KEY_ID``, an operator command) the key is named by its
+    id alone, whatever its organization.
+    """
+    reason = "callplane keys revoke KEY_ID: an operator command names a key by its id alone"
+
+    def scoped(statement: Any) -> Any:
+        if organization_id is None:
+            return across_organizations(statement, reason)
+        return statement.where(owned_by(ApiKey, organization_id))
+
     result = await session.execute(
-        update(ApiKey)
-        .where(*scope, ApiKey.revoked_at.is_(None))
-        .values(revoked_at=utcnow())
-        .returning(ApiKey.id)
+        scoped(
+            update(ApiKey)
+            .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+            .returning(ApiKey.id)
+        )
     )
-    if result.first() is None and await session.scalar(select(ApiKey.id).where(*scope)) is None:
+    exists = await session.scalar(scoped(select(ApiKey.id).where(ApiKey.id == key_id)))
+    if result.first() is None and exists is None:
         raise NotFound(f"API key {key_id} not found")
 
 
 async def list_keys(session: AsyncSession, organization_id: int) -> Sequence[ApiKey]:
     """The organization's keys, oldest first (never the keys themselves: only hashes are kept)."""
-    rows = await session.scalars(
-        select(ApiKey).where(ApiKey.organization_id == organization_id).order_by(ApiKey.id)
-    )
+    rows = await session.scalars(select_owned(ApiKey, organization_id).order_by(ApiKey.id))
     return rows.all()
 
 
 # Plain Core columns: the statement skips the ORM execution path (it runs on every cache miss).
 _keys = ApiKey.__table__.c
-_LOOKUP = select(_keys.id, _keys.organization_id, _keys.key_hash).where(
-    _keys.key_hash == bindparam("key_hash"), _keys.revoked_at.is_(None)
+_LOOKUP = across_organizations(
+    select(_keys.id, _keys.organization_id, _keys.key_hash).where(
+        _keys.key_hash == bindparam("key_hash"), _keys.revoked_at.is_(None)
+    ),
+    "authentication finds the organization from the key's hash: there is none to filter on yet",
 )
 
 

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import InvalidInput, NotFound
@@ -11,6 +10,7 @@ from callplane.models.base import utcnow
 from callplane.models.phone_numbers import PhoneNumber
 from callplane.phone_numbers.schemas import AgentRef
 from callplane.phone_numbers.schemas import PhoneNumber as PhoneNumberOut
+from callplane.tenancy import same_organization, select_owned, update_owned
 
 FRIENDLY_NAME_MAX = 255
 
@@ -37,8 +37,8 @@ async def rename_number(
 ) -> PhoneNumberOut:
     updated = (
         await session.execute(
-            update(PhoneNumber)
-            .where(PhoneNumber.organization_id == organization_id, PhoneNumber.id == number_id)
+            update_owned(PhoneNumber, organization_id)
+            .where(PhoneNumber.id == number_id)
             .values(friendly_name=friendly_name, updated_at=utcnow())
             .returning(PhoneNumber.id)
         )
@@ -47,13 +47,12 @@ async def rename_number(
         raise NotFound("Phone number not found")
     row = (
         await session.execute(
-            select(PhoneNumber, Agent)
+            select_owned(PhoneNumber, organization_id, PhoneNumber, Agent)
             .outerjoin(
                 Agent,
-                (Agent.id == PhoneNumber.agent_id)
-                & (Agent.organization_id == PhoneNumber.organization_id),
+                (Agent.id == PhoneNumber.agent_id) & same_organization(Agent, PhoneNumber),
             )
-            .where(PhoneNumber.organization_id == organization_id, PhoneNumber.id == number_id)
+            .where(PhoneNumber.id == number_id)
             .execution_options(populate_existing=True)
         )
     ).one()

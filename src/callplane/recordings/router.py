@@ -88,16 +88,16 @@ async def recording_audio(
 ) -> Response:
     """The audio of a recording, for anyone holding a valid signed URL (403 once it expired or when
     any part of it was altered). Supports single byte ranges."""
-    # No key to rate-limit by: refused URLs count against the client's address like failed logins,
-    # so signatures cannot be guessed at speed.
-    address = request.client.host if request.client else "unknown"
-    await runtime.limiter.guard_auth_failures(address)
+    # No key to rate-limit by: refused URLs count against the client's address like failed logins
+    # (429 once it has failed too often), so signatures cannot be guessed at speed. A valid URL
+    # is always served, as a valid key always is (http.auth).
     try:
         return await _serve(
             recording_id, request, session, runtime, expires, signature, range_header
         )
     except Forbidden:
-        await runtime.limiter.record_auth_failure(address)
+        address = request.client.host if request.client else "unknown"
+        await runtime.limiter.count_auth_failure(address)
         raise
 
 

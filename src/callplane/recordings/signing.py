@@ -26,6 +26,8 @@ from callplane.errors import CallplaneError
 from callplane.recordings.storage import URL_LIFETIME_SECONDS, Storage
 from callplane.settings import Settings
 
+#: Processes of a deployment may disagree on the time by this much.
+CLOCK_SKEW_SECONDS = 60
 _EXPIRES = re.compile(r"^[0-9]{1,12}$")
 _SIGNATURE = re.compile(r"^[A-Za-z0-9_-]{43}$")
 
@@ -89,8 +91,13 @@ class RecordingSigner:
             raise Forbidden("Missing signature")
         if not _EXPIRES.fullmatch(expires) or not _SIGNATURE.fullmatch(signature):
             raise Forbidden("Invalid signature")
-        if int(expires) <= self.clock():
+        now = self.clock()
+        if int(expires) <= now:
             raise Forbidden("URL expired")
+        # Every URL handed out expires within the lifetime; one that claims a later expiry was
+        # not made here (or by an older key policy) and is refused, whatever its signature.
+        if int(expires) > now + URL_LIFETIME_SECONDS + CLOCK_SKEW_SECONDS:
+            raise Forbidden("URL expiry is beyond the URL lifetime")
 
     def matches(
         self, secret: bytes, organization_id: int, recording_id: str, expires: str, signature: str

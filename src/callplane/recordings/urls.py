@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.models.external_calls import Recording
 from callplane.recordings.service import sign_recordings
 from callplane.runtime import Runtime
+from callplane.tenancy import select_owned
 
 
 async def call_recording_urls(
@@ -23,9 +23,8 @@ async def call_recording_urls(
     if not call_ids:
         return {}
     rows = await session.scalars(
-        select(Recording)
+        select_owned(Recording, organization_id)
         .where(
-            Recording.organization_id == organization_id,
             Recording.call_id.in_(list(dict.fromkeys(call_ids))),
             Recording.deleted.is_(False),
             Recording.excluded.is_(False),

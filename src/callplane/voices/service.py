@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import NotFound
 from callplane.models.voices import Voice as VoiceRow
+from callplane.tenancy import select_owned
 from callplane.voices.schemas import Voice
 
 # Plain Core columns, so these skip the ORM execution path.
 _voices = VoiceRow.__table__
-_LIST = (
-    select(_voices)
-    .where(_voices.c.organization_id == bindparam("org"))
-    .order_by(_voices.c.name, _voices.c.id)
-)
-_ONE = select(_voices).where(
-    _voices.c.organization_id == bindparam("org"), _voices.c.id == bindparam("id")
-)
+_LIST = select_owned(_voices, bindparam("org")).order_by(_voices.c.name, _voices.c.id)
+_ONE = select_owned(_voices, bindparam("org")).where(_voices.c.id == bindparam("id"))
 
 
 async def list_voices(session: AsyncSession, organization_id: int) -> list[Voice]:
