@@ -16,8 +16,9 @@ call services directly (``checked()``).
 
 It knows no table by name, so the tables and queries other parts of the code add are covered as
 soon as they run under a test. INSERTs carry the organization in their values and are not
-checked (an ``INSERT … SELECT`` has its SELECT checked). Raw ``text()`` (DDL, pragmas) is not
-checked. A statement marked with ``callplane.tenancy.across_organizations(stmt, reason)`` is
+checked (an ``INSERT … SELECT`` has its SELECT checked); neither are the ORM's own flushes,
+which write back objects that were loaded by checked statements or added by the code. Raw
+``text()`` (DDL, pragmas) is not checked. A statement marked with ``callplane.tenancy.across_organizations(stmt, reason)`` is
 allowed: that is the one documented escape, for statements that must span organizations.
 """
 
@@ -31,6 +32,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 from sqlalchemy.sql import operators, visitors
 from sqlalchemy.sql.dml import Delete, Update
 from sqlalchemy.sql.elements import (
@@ -57,6 +59,7 @@ from callplane.tenancy import ACROSS_ORGANIZATIONS
 ORG = "organization_id"
 
 _checked: ContextVar[bool] = ContextVar("tenancy_checked", default=False)
+_flushing: ContextVar[bool] = ContextVar("tenancy_flushing", default=False)
 
 #: Violations seen since the last ``take_violations()``: (statement text, unanchored tables).
 _violations: list[tuple[str, list[str]]] = []
@@ -163,7 +166,7 @@ def check_statement(statement: Any) -> list[str]:
 def _before_execute(
     _conn: Any, clauseelement: Any, _multiparams: Any, _params: Any, execution_options: Any
 ) -> None:
-    if not _checked.get() or execution_options.get(ACROSS_ORGANIZATIONS):
+    if not _checked.get() or _flushing.get() or execution_options.get(ACROSS_ORGANIZATIONS):
         return
     if not isinstance(clauseelement, Select | Update | Delete) and not hasattr(
         clauseelement, "select"
@@ -178,8 +181,19 @@ def _before_execute(
         _violations.append((str(clauseelement), missing))
 
 
+def _flush_starts(*_args: Any) -> None:
+    _flushing.set(True)
+
+
+def _flush_ends(*_args: Any) -> None:
+    _flushing.set(False)
+
+
 def install() -> None:
     event.listen(Engine, "before_execute", _before_execute)
+    event.listen(Session, "before_flush", _flush_starts)
+    event.listen(Session, "after_flush_postexec", _flush_ends)
+    event.listen(Session, "after_soft_rollback", _flush_ends)  # a flush that failed
 
 
 def take_violations() -> list[tuple[str, list[str]]]:

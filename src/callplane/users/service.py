@@ -13,6 +13,7 @@ from callplane.errors import Conflict, InvalidInput
 from callplane.models.base import utcnow
 from callplane.models.users import EMAIL_MAX_LENGTH, User
 from callplane.orgs.service import get_organization
+from callplane.tenancy import across_organizations
 from callplane.users.passwords import check_strength, hash_password, verify_password
 
 # Deliberately loose: one @, something on both sides, a dot in the domain, no spaces. The
@@ -67,7 +68,12 @@ async def find_user_by_email(session: AsyncSession, email: str) -> User | None:
         normalized = normalize_email(email)
     except InvalidInput:
         return None
-    user: User | None = await session.scalar(select(User).where(User.email == normalized))
+    # Signing in names a person by email alone (unique across the deployment): the organization
+    # is what this finds.
+    query = across_organizations(
+        select(User).where(User.email == normalized), "sign-in finds the person by email alone"
+    )
+    user: User | None = await session.scalar(query)
     return user
 
 
