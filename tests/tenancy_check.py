@@ -18,8 +18,9 @@ It knows no table by name, so the tables and queries other parts of the code add
 soon as they run under a test. INSERTs carry the organization in their values and are not
 checked (an ``INSERT … SELECT`` has its SELECT checked); neither are the ORM's own flushes,
 which write back objects that were loaded by checked statements or added by the code. Raw
-``text()`` (DDL, pragmas) is not checked. A statement marked with ``callplane.tenancy.across_organizations(stmt, reason)`` is
-allowed: that is the one documented escape, for statements that must span organizations.
+``text()`` (DDL, pragmas) is not checked. A statement marked with
+``callplane.tenancy.across_organizations(stmt, reason)`` is allowed: that is the one documented
+escape, for statements that must span organizations.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from callplane.telephony.base import (
     InboundOffer,
     InboundRouter,
 )
+from callplane.tenancy import across_organizations
 
 log = logging.getLogger("callplane.engine.calls")
 
@@ -53,9 +54,12 @@ async def _busy_organizations(engine: Engine) -> set[int]:
     """Organizations already at their limit of calls in progress (no need to lock them)."""
     async with engine.runtime.db.session(write=False) as session:
         rows = await session.execute(
-            select(Call.organization_id, func.count())
-            .where(Call.status.in_(ACTIVE))
-            .group_by(Call.organization_id)
+            across_organizations(
+                select(Call.organization_id, func.count())
+                .where(Call.status.in_(ACTIVE))
+                .group_by(Call.organization_id),
+                "the worker serves every organization: it counts each one's calls in progress",
+            )
         )
         limit = engine.settings.max_concurrent_calls
         return {org for org, active in rows if active >= limit}
@@ -209,10 +213,13 @@ async def create_inbound_call(
         numbers.add(normalize_number(offer.to_number))
     found = (
         await session.execute(
-            select(PhoneNumber.organization_id, PhoneNumber.number, PhoneNumber.agent_id)
-            .where(PhoneNumber.number.in_(sorted(numbers)))
-            .order_by(PhoneNumber.created_at, PhoneNumber.id)
-            .limit(1)
+            across_organizations(
+                select(PhoneNumber.organization_id, PhoneNumber.number, PhoneNumber.agent_id)
+                .where(PhoneNumber.number.in_(sorted(numbers)))
+                .order_by(PhoneNumber.created_at, PhoneNumber.id)
+                .limit(1),
+                "an inbound call names a number, not an organization: the number finds it",
+            )
         )
     ).first()
     if found is None:

@@ -28,6 +28,7 @@ from callplane.engine.lifecycle import ACTIVE, CLAIMED
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
+from callplane.tenancy import across_organizations
 
 #: First key of the advisory locks (the second is the organization id); any constant that no
 #: other application on the database uses.
@@ -39,11 +40,14 @@ ORGANIZATIONS_PER_ROUND = 100
 async def waiting_organizations(session: AsyncSession) -> list[int]:
     oldest = func.min(Call.created_at)
     rows = await session.execute(
-        select(Call.organization_id)
-        .where(Call.status == "enqueued")
-        .group_by(Call.organization_id)
-        .order_by(oldest)
-        .limit(ORGANIZATIONS_PER_ROUND)
+        across_organizations(
+            select(Call.organization_id)
+            .where(Call.status == "enqueued")
+            .group_by(Call.organization_id)
+            .order_by(oldest)
+            .limit(ORGANIZATIONS_PER_ROUND),
+            "a worker claims work of every organization: which ones have calls waiting",
+        )
     )
     return [org for (org,) in rows]
 

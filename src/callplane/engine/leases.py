@@ -20,6 +20,7 @@ from callplane.engine.tasks import WorkerTask
 from callplane.engine.worker import Engine
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
+from callplane.tenancy import across_organizations
 
 log = logging.getLogger("callplane.engine.leases")
 
@@ -32,7 +33,7 @@ async def renew(ctx: Engine) -> int:
         return 0
     expires = utcnow() + timedelta(seconds=ctx.settings.worker_lease_seconds)
     async with ctx.runtime.db.session(write=True) as session:
-        result = await session.execute(
+        renewal = (
             update(Call)
             .where(
                 tuple_(Call.organization_id, Call.id).in_(
@@ -44,6 +45,8 @@ async def renew(ctx: Engine) -> int:
             .values(lease_expires_at=expires)
             .execution_options(synchronize_session=False)
         )
+        reason = "a worker renews the leases of the calls it holds, named by (organization, id)"
+        result = await session.execute(across_organizations(renewal, reason))
         await session.commit()
     return int(getattr(result, "rowcount", 0) or 0)
 
@@ -54,9 +57,12 @@ async def reap(ctx: Engine) -> int:
     async with ctx.runtime.db.session(write=False) as session:
         rows = (
             await session.execute(
-                select(Call.organization_id, Call.id, Call.worker_id, Call.started_at)
-                .where(Call.status.in_(ACTIVE), Call.lease_expires_at < now)
-                .limit(REAP_BATCH)
+                across_organizations(
+                    select(Call.organization_id, Call.id, Call.worker_id, Call.started_at)
+                    .where(Call.status.in_(ACTIVE), Call.lease_expires_at < now)
+                    .limit(REAP_BATCH),
+                    "calls of any organization whose worker is gone are failed",
+                )
             )
         ).all()
     failed = 0

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import NotFound
@@ -92,7 +93,7 @@ async def lock_external_call(
     """The call, its row locked for the rest of the transaction (PostgreSQL; SQLite's writers
     are serialized anyway): every change of a leg and the recomputation of the call's status
     happen under it, so two legs finishing at once cannot both miss each other."""
-    call = await session.scalar(
+    call: ExternalCall | None = await session.scalar(
         select(ExternalCall)
         .where(
             ExternalCall.organization_id == organization_id,

@@ -32,6 +32,7 @@ from callplane.engine.tasks import WorkerTask
 from callplane.engine.worker import Engine
 from callplane.models.base import utcnow
 from callplane.models.webhooks import WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookJob
+from callplane.tenancy import across_organizations
 from callplane.webhooks.network import webhook_transport
 from callplane.webhooks.signing import signed_headers
 
@@ -142,6 +143,9 @@ class Deliverer:
             .order_by(WebhookJob.due_at)
             .limit(want)
             .with_for_update(skip_locked=True, of=WebhookJob)
+        )
+        query = across_organizations(
+            query, "the delivery worker sends every organization's due webhook jobs"
         )
         if busy:
             query = query.where(WebhookJob.endpoint_id.not_in(busy))
