@@ -72,7 +72,8 @@ def _claimable(now: datetime) -> Any:
 async def leg_waiting(session: AsyncSession) -> bool:
     """Whether any leg is claimable: a cheap read, so an idle worker's poll never takes the
     write lock (SQLite) just to find nothing."""
-    found = await session.scalar(select(Recording.id).where(_claimable(utcnow())).limit(1))
+    query = select(Recording.id).where(_claimable(utcnow())).limit(1)
+    found = await session.scalar(query.execution_options(**_ACROSS_ORGANIZATIONS))
     return found is not None
 
 
