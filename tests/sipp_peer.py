@@ -119,7 +119,10 @@ class Sipp:
 
     async def finish_ok(self, within: float = 20) -> None:
         code = await self.wait(within)
-        detail = self.errors.read_text()[-2000:] if self.errors.exists() else ""
+        detail = ""
+        for log in (self.errors, self.errors.with_suffix(".screen.log")):
+            if log.exists():
+                detail += log.read_text(errors="replace")[-3000:]
         assert code == 0, f"SIPp exited {code}: {detail}"
 
     async def stop(self) -> None:
@@ -147,6 +150,7 @@ async def start_sipp(
     args += ["-p", str(port), "-mp", str(media), "-m", "1", "-nostdin"]
     args += ["-timeout", f"{timeout_seconds}s", "-timeout_error"]
     args += ["-trace_err", "-error_file", str(errors)]
+    args += ["-trace_screen", "-screen_file", str(errors.with_suffix(".screen.log"))]
     if service is not None:
         args += ["-s", service]
     process = await asyncio.create_subprocess_exec(

@@ -348,6 +348,8 @@ async def test_hostile_and_odd_messages_only_affect_their_own_call(tmp_path: Pat
 
     async def route(offer: InboundOffer) -> ConversationRunner | None:
         offers.append(offer.call_ref)
+        if offer.to_number == "+15550404":
+            return None
         await asyncio.sleep(0.3)  # a slow database: the INVITE is retransmitted meanwhile
 
         async def converse(connection: Connection) -> None:
@@ -392,6 +394,12 @@ async def test_hostile_and_odd_messages_only_affect_their_own_call(tmp_path: Pat
         seen = await statuses("twice", "200")
         assert seen.count("200") == 1 and "100" in seen
         assert offers.count("twice") == 1
+        refused = _invite("refused", "+15550404", sip.listen_address, port, sdp)
+        transport.sendto(refused, sip.listen_address)
+        assert (await statuses("refused", "404"))[-1] == "404"
+        transport.sendto(refused, sip.listen_address)  # our 404 was lost: the same answer again
+        assert (await statuses("refused", "404"))[-1] == "404"
+        assert offers.count("refused") == 1
     finally:
         transport.close()
         await sip.stop()

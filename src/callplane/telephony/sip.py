@@ -108,6 +108,7 @@ class SipAdapter(TelephonyAdapter):
         self._dialing: dict[str, OutgoingCall] = {}
         self._cancelled_inbound: set[str] = set()
         self._inbound: dict[str, IncomingCall] = {}
+        self._refused: dict[str, tuple[IncomingCall, int, str]] = {}
         self._answered: dict[tuple[str, str], int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -367,6 +368,13 @@ class SipAdapter(TelephonyAdapter):
     # -- inbound --------------------------------------------------------------------------
 
     def _on_invite(self, call: IncomingCall) -> None:
+        refused = self._refused.get(call.call_id)
+        if refused is not None:
+            first_call, status, reason = refused
+            if self._uas is not None:
+                self._uas._calls.pop(call.call_id, None)
+            first_call.reject(status, reason)
+            return
         first = self._inbound.get(call.call_id)
         if first is not None:
             # A retransmission (our 100 Trying was lost): aiosipua took it for a new call and
@@ -441,6 +449,12 @@ class SipAdapter(TelephonyAdapter):
     def _reject(self, call: IncomingCall, status: int, reason: str) -> None:
         if call.call_id not in self._cancelled_inbound and self._transport is not None:
             call.reject(status, reason)
+            # The INVITE server transaction: a retransmission of this INVITE (the answer was
+            # lost, or crossed it) gets the same answer again, not a second routing.
+            self._refused[call.call_id] = (call, status, reason)
+            asyncio.get_running_loop().call_later(
+                TIMEOUT_64T1, self._refused.pop, call.call_id, None
+            )
         self._cancelled_inbound.discard(call.call_id)
         if self._uas is not None:
             self._uas._calls.pop(call.call_id, None)
