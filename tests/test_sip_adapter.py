@@ -92,7 +92,7 @@ async def test_answered_call_carries_audio_both_ways_and_is_recorded(
     samples = [int.from_bytes(heard[i : i + 2], "little", signed=True) for i in range(0, 16000, 2)]
     assert rms(samples) > 3000  # the far end's tone came through, decoded
     # SIPp stops sending RTP after its 1 s tone; the call went on to 1.5 s, heard as silence.
-    assert len(heard) >= 1.3 * 16000
+    assert len(heard) >= 1.1 * 16000  # beyond the tone (less the jitter allowance)
     recording = await connection.recording()
     assert recording is not None and recording.content_type == "audio/wav"
     assert 1.3 < recording.duration_seconds < 2.5

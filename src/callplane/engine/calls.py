@@ -176,8 +176,14 @@ async def _finish(
 ) -> None:
     with contextlib.suppress(Exception):
         await connection.hangup()
+    ended_at = utcnow()
     try:
         recording = await connection.recording()
+        if recording is not None and recording.duration_seconds > 0:
+            # The network's own clock: the far end may have hung up a moment before the
+            # conversation noticed (its last words were still being recognised).
+            by_recording = context.started_at + timedelta(seconds=recording.duration_seconds)
+            ended_at = min(ended_at, by_recording)
         if recording is not None and recording.data:
             await store_call_recording(
                 engine.runtime,
@@ -190,7 +196,7 @@ async def _finish(
     except Exception:
         log.exception("storing the call's recording failed", extra={"call_id": str(ref.call_id)})
     completed = await engine.transact(
-        lifecycle.hung_up, ref, context.started_at, reason, context.transcript
+        lifecycle.hung_up, ref, context.started_at, reason, context.transcript, ended_at
     )
     if completed is None:
         return

@@ -168,8 +168,10 @@ async def hung_up(
     started_at: datetime | None,
     reason: str,
     transcript: list[dict[str, Any]],
+    ended_at: datetime | None = None,
 ) -> Call | None:
-    now = utcnow()
+    """``ended_at``: when the line went down, if the network knows better than now."""
+    now = ended_at or utcnow()
     duration = whole_seconds(started_at, now)
     return await move(
         session,

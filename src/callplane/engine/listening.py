@@ -90,7 +90,10 @@ class Listener:
         try:
             while True:
                 try:
-                    pcm = await asyncio.wait_for(inbox.get(), GAP_SECONDS)
+                    # Not wait_for: on Python 3.11 it loses a cancellation that arrives as the
+                    # get completes (frames come every 20 ms), and the call never ends.
+                    async with asyncio.timeout(GAP_SECONDS):
+                        pcm = await inbox.get()
                 except TimeoutError:
                     pcm = bytes(int(GAP_SECONDS * SAMPLE_RATE) * SAMPLE_WIDTH)
                 if pcm is None:

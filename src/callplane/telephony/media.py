@@ -117,8 +117,11 @@ class SipConnection(Connection):
             while not self._ended.is_set():
                 due = int((loop.time() - deadline) / period) + 1
                 if due > MAX_CATCH_UP_FRAMES:
-                    deadline += (due - MAX_CATCH_UP_FRAMES) * period
+                    skipped = due - MAX_CATCH_UP_FRAMES
+                    deadline += skipped * period
                     due = MAX_CATCH_UP_FRAMES
+                    # Not sent, but the time passed: the recording stays on the wall clock.
+                    self._keep_time(skipped * FRAME_BYTES)
                 for _ in range(due):
                     self._send_frame()
                 deadline += due * period
@@ -127,6 +130,11 @@ class SipConnection(Connection):
             # The media of one call failing must end that call, never the worker.
             logger.exception("call %s: RTP sender failed", self.call_ref)
             await self.hangup()
+
+    def _keep_time(self, silence_bytes: int) -> None:
+        gap = self._recorder.sent(bytes(silence_bytes))
+        if gap:
+            self._deliver(gap)
 
     def _send_frame(self) -> None:
         if self._outgoing:

@@ -17,8 +17,9 @@ import wave
 from callplane.telephony.base import FRAME_BYTES, SAMPLE_RATE, SAMPLE_WIDTH, Recording
 
 #: How far the far end's track may lag the agent's before silence is inserted: its RTP arrives
-#: through a jitter buffer that holds a few frames back.
-JITTER_ALLOWANCE_BYTES = 6 * FRAME_BYTES
+#: through a jitter buffer that holds a few frames back, and a busy machine reads the socket
+#: late. Too small, and audio merely late is preceded by invented silence (a false pause).
+JITTER_ALLOWANCE_BYTES = 15 * FRAME_BYTES
 
 
 class CallRecorder:
