@@ -137,6 +137,7 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
 
     types = [e["type"] for e in events]
     assert types[:3] == ["call.dialing", "call.in_progress", "call.ended"]
+    assert events[2]["data"]["reason"] == "the agent hung up"
     assert types[-1] == "call.analyzed"
     analyzed = events[-1]["data"]
     assert analyzed["summary_by"] == "brain" and analyzed["analysis_errors"] == 1
@@ -192,5 +193,6 @@ async def test_a_failing_brain_gets_an_apology_and_the_call_still_completes(
     assert expected in error["data"]["error"]
     types = [e["type"] for e in events]
     assert types.index("agent.brain_error") < types.index("call.ended")
+    assert events[types.index("call.ended")]["data"]["reason"] == "the agent hung up"
     analyzed = events[-1]["data"]
     assert analyzed["summary_by"] == "extractive" and analyzed["analysis_errors"] == 1

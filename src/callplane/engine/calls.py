@@ -157,7 +157,7 @@ async def converse(engine: Engine, call: Call, ref: CallRef, connection: Connect
             hold_conversation(context, connection, engine.services),
             max(0.0, engine.settings.max_call_seconds - answered_for),
         )
-        if connection.ended_by is None:
+        if connection.ended_by != "remote":  # the agent hung up (end_call, apology)
             reason = "the agent hung up"
     except TimeoutError:
         reason = "maximum call length reached"

@@ -22,6 +22,7 @@ barge-in); after the call, ``aftercall.py`` writes the summary and analysis resu
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -85,19 +86,30 @@ def _local_synthesizer() -> Synthesizer | None:
 def _local_transcriber(settings: Settings) -> Transcriber | None:
     """Whisper, loaded now so the first call does not wait for it; without the speech extra
     the agent cannot hear the caller (it still speaks and records)."""
-    try:
-        from callplane.speech.transcriber import WhisperTranscriber
+    key = (settings.whisper_model_dir, settings.transcriber_threads)
+    with _transcribers_lock:
+        if key not in _transcribers:
+            try:
+                from callplane.speech.transcriber import WhisperTranscriber
 
-        # Word times are for recordings' transcripts; a turn only needs its text (a fifth less
-        # CPU, straight off the response latency).
-        return WhisperTranscriber(
-            settings.whisper_model_dir,
-            cpu_threads=settings.transcriber_threads,
-            word_timestamps=False,
-        )
-    except Exception:
-        log.warning("speech recognition unavailable: the agent will not hear", exc_info=True)
-        return None
+                # Word times are for recordings' transcripts; a turn needs only its text (a
+                # fifth less CPU, straight off the response latency).
+                _transcribers[key] = WhisperTranscriber(
+                    settings.whisper_model_dir,
+                    cpu_threads=settings.transcriber_threads,
+                    word_timestamps=False,
+                )
+            except Exception:
+                log.warning(
+                    "speech recognition unavailable: the agent will not hear", exc_info=True
+                )
+                return None
+        return _transcribers[key]
+
+
+#: One model per process, whatever the number of engines (loading takes a second or two).
+_transcribers: dict[tuple[str | None, int], Transcriber] = {}
+_transcribers_lock = threading.Lock()
 
 
 @dataclass

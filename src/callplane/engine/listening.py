@@ -30,6 +30,8 @@ log = logging.getLogger("callplane.engine.listening")
 
 #: Without audio for this long, the line is taken to be silent (for end of turn).
 GAP_SECONDS = 0.1
+#: After the far end hangs up, how long its last turn's recognition may still take.
+LAST_TURN_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,19 @@ class Listener:
         yield CallerGone()
 
     async def _audio_events(self) -> AsyncIterator[CallerEvent]:
+        # Frames are heard in one task and turns recognised in others, so recognition (seconds
+        # on a busy machine) never delays noticing the caller speak again, or hang up.
+        out: asyncio.Queue[CallerEvent | None] = asyncio.Queue()
+        hearing = asyncio.create_task(self._hear(out))
+        try:
+            while (event := await out.get()) is not None:
+                yield event
+        finally:
+            hearing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await hearing
+
+    async def _hear(self, out: asyncio.Queue[CallerEvent | None]) -> None:
         # A separate task drains the frames: waiting on a queue with a timeout is safe, waiting
         # on the adapter's iterator with one would cancel (and so end) that iterator.
         inbox: asyncio.Queue[bytes | None] = asyncio.Queue()
@@ -87,6 +102,7 @@ class Listener:
         detector = self._detector()
         speech_started = time.monotonic()
         guess: asyncio.Task[str] | None = None
+        delivered: asyncio.Task[None] | None = None
         try:
             while True:
                 try:
@@ -97,28 +113,30 @@ class Listener:
                 except TimeoutError:
                     pcm = bytes(int(GAP_SECONDS * SAMPLE_RATE) * SAMPLE_WIDTH)
                 if pcm is None:
-                    return
+                    break
                 for event in detector.push(pcm):
                     if isinstance(event, SpeechStarted):
                         speech_started = time.monotonic()
-                        yield CallerSpeaking(speech_started)
+                        out.put_nowait(CallerSpeaking(speech_started))
                     elif isinstance(event, SpeechPaused):
                         guess = asyncio.create_task(self._recognise(event.audio))
                     elif isinstance(event, TurnEnded):
-                        ended = time.monotonic() - event.silence_seconds
                         # The pause's guess heard this very audio unless the turn was cut at its
                         # longest (no pause before the end).
                         if guess is None or event.silence_seconds == 0:
-                            text = await self._recognise(event.audio)
-                        else:
-                            text = await guess
+                            guess = asyncio.create_task(self._recognise(event.audio))
+                        ended = time.monotonic() - event.silence_seconds
+                        turn = CallerSaid("", speech_started, ended)
+                        delivered = asyncio.create_task(_deliver(delivered, guess, turn, out))
                         guess = None
-                        if text:
-                            yield CallerSaid(text, speech_started, ended)
+            if delivered is not None:
+                # The caller hung up: their last words still count, if recognised promptly.
+                await asyncio.wait({delivered}, timeout=LAST_TURN_SECONDS)
         finally:
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
+            out.put_nowait(None)
 
     async def _pump(self, inbox: asyncio.Queue[bytes | None]) -> None:
         try:
@@ -140,3 +158,18 @@ class Listener:
             log.exception("speech recognition failed on a caller turn")
             return ""
         return " ".join(s.text.strip() for s in segments if s.text.strip())
+
+
+async def _deliver(
+    previous: asyncio.Task[None] | None,
+    recognition: asyncio.Task[str],
+    turn: CallerSaid,
+    out: asyncio.Queue[CallerEvent | None],
+) -> None:
+    """Report a recognised turn, after the turns before it (recognitions may finish out of
+    order)."""
+    if previous is not None:
+        await previous
+    text = await recognition
+    if text:
+        out.put_nowait(CallerSaid(text, turn.started_at, turn.ended_at))
