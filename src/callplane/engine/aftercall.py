@@ -12,13 +12,12 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import update
-
 from callplane.brain import Brain, run_analyzers, summarize
 from callplane.calls.events import record_call_event
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, CallEvent
 from callplane.runtime import Runtime
+from callplane.tenancy import update_owned
 
 
 async def analyze_call(
@@ -42,8 +41,8 @@ async def analyze_call(
         data["summary_error"] = summary.error
     async with runtime.db.session(write=True) as session:
         call = await session.scalar(
-            update(Call)
-            .where(Call.organization_id == organization_id, Call.id == call_id)
+            update_owned(Call, organization_id)
+            .where(Call.id == call_id)
             .values(
                 summary=summary.text,
                 analysis_results=results,
@@ -66,8 +65,8 @@ async def record_agent_event(
 ) -> None:
     async with runtime.db.session(write=True) as session:
         sequence = await session.scalar(
-            update(Call)
-            .where(Call.organization_id == organization_id, Call.id == call_id)
+            update_owned(Call, organization_id)
+            .where(Call.id == call_id)
             .values(event_sequence=Call.event_sequence + 1)
             .returning(Call.event_sequence)
             .execution_options(synchronize_session=False)
