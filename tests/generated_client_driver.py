@@ -143,7 +143,7 @@ def main() -> None:
     package = generated.name  # generated with --meta none: the directory is the package
     sys.path.insert(0, str(generated.parent))
     client = importlib.import_module(f"{package}.client").AuthenticatedClient(
-        base_url=base_url, token=api_key, raise_on_unexpected_status=True
+        base_url=base_url, token=api_key, raise_on_unexpected_status=True, timeout=60.0
     )
     api = importlib.import_module(f"{package}.api")
     operations = {}

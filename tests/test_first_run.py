@@ -90,12 +90,14 @@ def test_serve_on_another_port_prints_a_banner_and_signs_urls_for_that_port(
             assert time.monotonic() < deadline and server.poll() is None, "server did not start"
             time.sleep(0.1)
         headers = {"Authorization": f"Bearer {key}"}
-        call = httpx.get(f"{base}/v1/external_calls/{FOLLOW_UP_CALL}", headers=headers).json()
+        call = httpx.get(
+            f"{base}/v1/external_calls/{FOLLOW_UP_CALL}", headers=headers, timeout=30
+        ).json()
         [url] = call["recording_presigned_urls"]
         assert url.startswith(f"{base}/v1/recordings/")
-        audio = httpx.get(url)
+        audio = httpx.get(url, timeout=30)
         assert audio.status_code == 200 and audio.content.startswith(b"RIFF")
-        assert httpx.get(f"{base}/v1/docs").status_code == 200
+        assert httpx.get(f"{base}/v1/docs", timeout=30).status_code == 200
     finally:
         server.terminate()
         server.communicate(timeout=20)

@@ -84,7 +84,7 @@ def test_generated_client_covers_and_parses_every_operation(
         "webhook_allow_private_networks": True,
     }
     with live_server(database_url, tmp_path, **engine) as server:
-        document = httpx.get(f"{server.url}/v1/openapi.json").json()
+        document = httpx.get(f"{server.url}/v1/openapi.json", timeout=60).json()
         (tmp_path / "openapi.json").write_text(json.dumps(document))
         # Audio is bytes to the generator; no formatter runs on the generated code.
         audio = ["audio/*", "audio/wav", "audio/mpeg", "audio/ogg", "audio/flac"]
