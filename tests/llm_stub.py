@@ -59,7 +59,7 @@ class StubLLM:
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._released = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._server.block_on_close = False
         # A short poll interval: ``shutdown`` waits for the loop to notice, once per test.
@@ -124,6 +124,12 @@ class StubLLM:
             yield _tool_delta({"index": 0, "function": {"arguments": arguments[half:]}})
         finish = "tool_calls" if reply.tool else "stop"
         yield {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+
+
+class _Server(ThreadingHTTPServer):
+    # socketserver's default backlog is 5: more simultaneous conversations than that would
+    # wait a whole second for a SYN retry, which is the network's doing, not the agent's.
+    request_queue_size = 128
 
 
 def _tool_delta(part: dict[str, Any]) -> dict[str, Any]:
