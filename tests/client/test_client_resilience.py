@@ -4,6 +4,7 @@ from a newer server (unknown fields, unknown enum values) pass through."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -50,6 +51,7 @@ class DroppingProxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.connections = 0
+        self.sockets: list[socket.socket] = []
         self.dropped = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -61,6 +63,7 @@ class DroppingProxy:
                 return
             self.connections += 1
             upstream = socket.create_connection((self.upstream.host, self.upstream.port))
+            self.sockets += [downstream, upstream]
             drop = self.connections == 1
             threading.Thread(
                 target=self._pump, args=(downstream, upstream, False), daemon=True
@@ -85,6 +88,10 @@ class DroppingProxy:
 
     def close(self) -> None:
         self.listener.close()
+        for sock in self.sockets:  # connections still open (keep-alive): close them, not the GC
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
 
 
 def test_dropped_answer_to_calls_create_is_retried_without_a_second_call(
