@@ -9,6 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
+from callplane.jsonvalues import MAX_DEPTH
 from tests.factories import make_org
 
 STATUS_KEYS = {"status", "success", "error", "errors"}
@@ -334,13 +335,18 @@ async def test_stored_json_comes_back_exactly(app, client):
 
 
 async def test_deeply_nested_data_within_limits_is_stored(app, client):
+    """One nesting limit for every JSON body (callplane.jsonvalues.MAX_DEPTH): the body itself
+    is the first level, so data may hold 63 more."""
     org = await make_org(app)
     data: dict[str, object] = {"leaf": 1}
-    for _ in range(400):
+    for _ in range(MAX_DEPTH - 2):
         data = {"n": data}
     response = await client.put(url("sip:deep"), headers=org.headers, json={"data": data})
     assert response.status_code == 200, response.text
     assert (await client.get(url("sip:deep"), headers=org.headers)).json()["data"] == data
+    deeper = await client.put(url("sip:deep"), headers=org.headers, json={"data": {"n": data}})
+    assert deeper.status_code == 422
+    assert deeper.json()["error"] == f"data: is nested more than {MAX_DEPTH} levels deep"
 
 
 @pytest.mark.parametrize(

@@ -7,18 +7,17 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.exceptions import RequestValidationError
 from sqlalchemy import text
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import Request
 from starlette.responses import Response
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from callplane import __version__
 from callplane.contacts.purge import purge_task
 from callplane.dashboard import create_dashboard
 from callplane.engine.embedded import embedded_engine
-from callplane.http import openapi
-from callplane.http.families import STATUS, ErrorFamily, render_validation
+from callplane.http import errors, openapi
+from callplane.http.conventions import HttpConventions, add_cors, cors_origins, trusted_proxies
+from callplane.http.errors import CrashBarrier
 from callplane.http.middleware import RequestContextMiddleware
 from callplane.http.responses import JSONResponse, json_response
 from callplane.http.v1 import include_v1
@@ -47,6 +46,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await runtime.close()
 
     app = FastAPI(
+        # A trailing slash is served as the path without it (http.conventions), never redirected.
+        redirect_slashes=False,
         title="callplane — public API v1",
         description=DESCRIPTION,
         version=__version__,
@@ -60,9 +61,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     include_v1(app)
     app.mount("/dashboard", create_dashboard(runtime))
     _add_operational_routes(app, runtime)
-    _add_fallback_handlers(app)
+    errors.install(app)
     openapi.install(app)
+    # Middleware, innermost first: a bug is a 500 in the family shape (http.errors); HEAD,
+    # trailing slashes and CORS (http.conventions); the request id and access log; and, outermost,
+    # the real client address behind a trusted reverse proxy.
+    app.add_middleware(CrashBarrier)
+    app.add_middleware(HttpConventions)
+    add_cors(app, cors_origins(settings.cors_origins))
     app.add_middleware(RequestContextMiddleware)
+    proxies = trusted_proxies(settings.trusted_proxies)
+    if proxies:
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=proxies)
     return app
 
 
@@ -85,36 +95,3 @@ def _add_operational_routes(app: FastAPI, runtime: Runtime) -> None:
             log.exception("readiness check failed")
             return json_response({"status": "unavailable"}, 503)
         return json_response({"status": "ok"})
-
-
-def _family_of(request: Request) -> ErrorFamily | None:
-    route = request.scope.get("route")
-    family: ErrorFamily | None = getattr(route, "error_family", None)
-    return family
-
-
-def _add_fallback_handlers(app: FastAPI) -> None:
-    """Errors outside any family route: unknown paths, wrong methods, and bugs."""
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        family = _family_of(request) or STATUS
-        headers = dict(exc.headers or {})
-        return json_response(
-            family.body(str(exc.detail), [str(exc.detail)]), exc.status_code, headers
-        )
-
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        rendered = render_validation(_family_of(request) or STATUS, list(exc.errors()))
-        return json_response(rendered.body, rendered.status_code)
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> Response:
-        log.error(
-            "unhandled error",
-            exc_info=exc,
-            extra={"request_id": request.scope.get("state", {}).get("request_id")},
-        )
-        family = _family_of(request) or STATUS
-        return json_response(family.body("Internal server error", ["Internal server error"]), 500)

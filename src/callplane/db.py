@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.sql import FromClause
 
+from callplane import jsonvalues
 from callplane.sqlite_inline import inline_connector
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -71,7 +72,11 @@ class Database:
         self.url = url
         dialect_url = async_url(url)
         self.backend = make_url(dialect_url).get_backend_name()
-        kwargs: dict[str, Any] = {"pool_pre_ping": False}
+        kwargs: dict[str, Any] = {
+            "pool_pre_ping": False,
+            "json_serializer": jsonvalues.dumps,
+            "json_deserializer": jsonvalues.loads,
+        }
         if self.backend == "postgresql":
             kwargs.update(pool_size=pool_size, max_overflow=pool_size * 2)
         else:

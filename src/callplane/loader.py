@@ -8,7 +8,6 @@ created, in document order. Any invalid item aborts the whole load with a ``Load
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -17,7 +16,8 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.errors import CallplaneError
+from callplane.errors import CallplaneError, InvalidInput
+from callplane.jsonvalues import check_value
 from callplane.settings import Settings
 
 #: Sections in the order they are loaded; also the keys a document may have.
@@ -32,19 +32,6 @@ SECTION_ORDER = (
     "call_recordings",
     "tables",
     "contacts",
-)
-
-#: Modules that register sections (imported on first use, so domains stay decoupled).
-_SECTION_MODULES = (
-    "callplane.orgs.fixtures",
-    "callplane.voices.fixtures",
-    "callplane.phone_numbers.fixtures",
-    "callplane.call_tags.fixtures",
-    "callplane.calls.fixtures",
-    "callplane.feedback.fixtures",
-    "callplane.external_calls.fixtures",
-    "callplane.contacts.fixtures",
-    "callplane.custom_data.fixtures",
 )
 
 
@@ -95,8 +82,20 @@ def parse_items(name: str, items: list[Any], model: type[M]) -> list[M]:
 
 
 def _import_sections() -> None:
-    for module in _SECTION_MODULES:
-        importlib.import_module(module)
+    """The modules that register sections, listed here. Imported on first use rather than at
+    the top: each of them imports this module for ``@section``."""
+    from callplane.call_tags import fixtures as call_tags
+    from callplane.calls import fixtures as calls
+    from callplane.contacts import fixtures as contacts
+    from callplane.custom_data import fixtures as custom_data
+    from callplane.external_calls import fixtures as external_calls
+    from callplane.feedback import fixtures as feedback
+    from callplane.orgs import fixtures as orgs
+    from callplane.phone_numbers import fixtures as phone_numbers
+    from callplane.voices import fixtures as voices
+
+    registering = (orgs, voices, phone_numbers, call_tags, calls, feedback, external_calls)
+    assert all((*registering, contacts, custom_data))
 
 
 async def load_document(
@@ -106,6 +105,11 @@ async def load_document(
     _import_sections()
     if not isinstance(document, dict):
         raise LoadError("the fixture document must be a JSON object")
+    try:
+        # The JSON value policy of request bodies holds for fixture documents too.
+        document = check_value(document)
+    except InvalidInput as exc:
+        raise LoadError(f"{'.'.join(str(p) for p in exc.loc[1:])}: {exc.message}") from None
     unknown = sorted(set(document) - set(SECTION_ORDER))
     if unknown:
         raise LoadError(f"unknown sections: {', '.join(unknown)}")

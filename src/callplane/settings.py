@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     log_level: str = "info"
     max_body_bytes: int = 10 * 1024 * 1024
     contact_purge_interval_seconds: float = 60.0
+    #: Browser origins allowed to call the API (comma-separated, or *); empty: none.
+    cors_origins: str = ""
+    #: Reverse proxies (IPs or CIDRs, comma-separated) whose X-Forwarded-For names the client.
+    trusted_proxies: str = ""
     # The agent's brain (DESIGN §10); unset base URL: the agent speaks first_message and listens.
     llm_base_url: str | None = None
     llm_model: str | None = None

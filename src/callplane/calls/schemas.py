@@ -6,7 +6,6 @@ here describe them in OpenAPI and validate what clients send.
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -31,34 +30,21 @@ def _check_text(value: str) -> str:
     return value
 
 
-def _walk_json(value: Any, depth: int = 0) -> int:
-    """Check a free-form JSON value; returns a size estimate in characters."""
-    if depth > 32:
-        raise ValueError("is nested too deeply (at most 32 levels)")
+def _walk_json(value: Any) -> int:
+    """A size estimate of a free-form JSON value, in characters. Its other rules (depth,
+    64-bit integers, finite numbers, no NUL) are the JSON value policy's (callplane.jsonvalues),
+    applied to request bodies and fixture documents before they get here."""
     if isinstance(value, str):
-        _check_text(value)
         return len(value) + 2
     if isinstance(value, bool) or value is None:
         return 5
-    if isinstance(value, int):
-        return len(str(value)) if abs(value) < 10**30 else _too_big()
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError("must not contain NaN or Infinity")
+    if isinstance(value, int | float):
         return 24
     if isinstance(value, dict):
-        size = 2
-        for key, item in value.items():
-            _check_text(key)
-            size += len(key) + 3 + _walk_json(item, depth + 1)
-        return size
+        return 2 + sum(len(key) + 3 + _walk_json(item) for key, item in value.items())
     if isinstance(value, list):
-        return 2 + sum(_walk_json(item, depth + 1) + 1 for item in value)
+        return 2 + sum(_walk_json(item) + 1 for item in value)
     raise ValueError("is not a JSON value")
-
-
-def _too_big() -> int:
-    raise ValueError("holds a number too large")
 
 
 def check_json(value: Any) -> Any:

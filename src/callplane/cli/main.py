@@ -87,6 +87,7 @@ def serve(
     import uvicorn
 
     from callplane.cli.banner import banner, default_public_url
+    from callplane.server import memory_limits_warning
 
     migrate()
     # Signed recording URLs must point at this server: unless CALLPLANE_PUBLIC_URL is set, it is
@@ -94,6 +95,9 @@ def serve(
     if "public_url" not in Settings().model_fields_set:
         os.environ["CALLPLANE_PUBLIC_URL"] = default_public_url(host, port)
     typer.echo(banner(Settings(), host, port))
+    warning = memory_limits_warning(Settings(), workers)
+    if warning:
+        typer.echo(warning, err=True)
     uvicorn.run(
         "callplane.app:create_app_from_env",
         factory=True,
@@ -103,7 +107,7 @@ def serve(
         access_log=False,
         log_level="warning",
         loop="uvloop",
-        http="httptools",
+        http="callplane.server:JsonHttpToolsProtocol",
         proxy_headers=False,
     )
 

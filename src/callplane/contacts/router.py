@@ -1,7 +1,8 @@
 """Contact data. Every error, validation included, is the STATUS shape (SPEC, DESIGN §4):
 ``{"status": "error", "success": false, "error": str, "errors": [str]}``.
 
-The PUT body is read here and validated by the service rather than by a pydantic parameter:
+The PUT body (parsed by the body policy, ``http.body``) is validated by the service rather than by
+a pydantic parameter:
 the rules are exact JSON ones (an integral number is an integer, a boolean is not, the data size
 is that of its compact serialization), and the validated data is stored as the very text that was
 measured.
@@ -29,7 +30,7 @@ from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import STATUS, StatusError
 from callplane.http.pagination import total_pages
 from callplane.http.responses import json_response
-from callplane.http.routing import family_router
+from callplane.http.routing import exact_json_text, family_router
 from callplane.models.base import utcnow
 
 router = family_router(STATUS, tags=["contacts"])
@@ -63,6 +64,7 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     },
     responses={409: {"description": "expectedRevision differs", "model": StatusError}},
 )
+@exact_json_text
 async def put_contact_data(
     phone_number: PhoneNumberPath, request: Request, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
@@ -71,7 +73,7 @@ async def put_contact_data(
     send expectedRevision for optimistic concurrency (409 when it differs). ttlSeconds makes the
     data expire."""
     identifier = normalize_identifier(phone_number)
-    write = service.parse_write(service.decode_body(await request.body()))
+    write = service.parse_write(await request.json())
     now = utcnow()
     stored = await service.put_contact_data(
         session, tenant.organization_id, identifier, write, now=now

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, BigInteger, Boolean, Float, Integer, Text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from callplane.errors import InvalidInput
@@ -218,6 +219,17 @@ class TimestampType(ColumnType):
             raise _invalid(column, "must be an ISO 8601 timestamp", where) from None
 
 
+class _SqliteJsonText(JSON):
+    """JSON declared as TEXT on SQLite. A column declared JSON has NUMERIC affinity there, which
+    turns a stored top-level ``1.0`` into the integer 1 (and ``1e20`` into a REAL): TEXT
+    affinity keeps the JSON text exactly as written, as PostgreSQL's jsonb keeps the number."""
+
+
+@compiles(_SqliteJsonText, "sqlite")
+def _compile_json_text(_type: Any, _compiler: Any, **_kw: Any) -> str:
+    return "TEXT"
+
+
 class JsonType(ColumnType):
     name = "JSON"
     operators = frozenset()
@@ -227,7 +239,11 @@ class JsonType(ColumnType):
     def sql_type(self) -> TypeEngine[Any]:
         # none_as_null: a JSON null is SQL NULL, so ``required`` and ``is_null`` mean the same
         # thing for every type.
-        return JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+        return (
+            JSON(none_as_null=True)
+            .with_variant(JSONB(none_as_null=True), "postgresql")
+            .with_variant(_SqliteJsonText(none_as_null=True), "sqlite")
+        )
 
     def validate(self, column: str, value: Any) -> Any:
         _check_json(column, value)

@@ -2,7 +2,8 @@
 
 A router declares its family once (``family_router(FAMILY)``); all errors raised while handling
 one of its routes (authentication, rate limits, malformed JSON, bad path/query/body values,
-domain errors) come through ``render`` here, so no route can leak a different shape.
+domain errors) are rendered by ``http.errors`` through the builders here, so no route can leak a
+different shape.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from callplane.errors import CallplaneError, InvalidInput, RateLimited, Unauthorized, Unavailable
+from callplane.http.messages import describe, plain_message
 
 
 class DetailItem(BaseModel):
@@ -80,38 +82,16 @@ VOICES = ErrorFamily("voices", lambda m, _ms: {"error": m}, PlainError, validati
 DETAIL = ErrorFamily("detail", lambda m, _ms: {"detail": m}, DetailError, validation_as_detail=True)
 
 
-_LOCATION_ROOTS = {"body", "query", "path", "header", "cookie"}
-
-
-def _clean_msg(error: dict[str, Any]) -> str:
-    # Some pydantic messages quote part of the input (the bad character of a uuid); the input is
-    # never echoed back (DESIGN §4), so those are cut to their first clause.
-    msg = str(error.get("msg", "Invalid value"))
-    if error.get("type") in ("uuid_parsing", "uuid_type") or "found `" in msg:
-        msg = msg.split(",")[0]
-    return msg
-
-
 def detail_items(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pydantic's errors as ``{loc, msg, type}`` items with plain messages (``http.messages``)."""
     return [
         {
             "loc": [part for part in e.get("loc", ()) if isinstance(part, str | int)],
-            "msg": _clean_msg(e),
+            "msg": plain_message(e),
             "type": str(e.get("type", "value_error")),
         }
         for e in errors
     ]
-
-
-def describe(item: dict[str, Any]) -> str:
-    """A one-line message naming the field: ``"ttlSeconds: Input should be a valid integer"``."""
-    loc = [str(p) for p in item["loc"]]
-    if loc and loc[0] in _LOCATION_ROOTS:
-        loc = loc[1:]
-    field = ".".join(loc)
-    if item["type"] == "json_invalid":
-        return "Request body is not valid JSON"
-    return f"{field}: {item['msg']}" if field else item["msg"]
 
 
 @dataclass
@@ -121,18 +101,20 @@ class Rendered:
     headers: dict[str, str]
 
 
-def render_validation(family: ErrorFamily, errors: Sequence[dict[str, Any]]) -> Rendered:
-    items = detail_items(errors)
+def _render_items(family: ErrorFamily, items: list[dict[str, Any]]) -> Rendered:
     if family.validation_as_detail:
         return Rendered(422, {"detail": items}, {})
-    messages = [describe(i) for i in items] or ["Invalid input"]
+    messages = [describe(i["loc"], i["msg"], i["type"]) for i in items] or ["Invalid input"]
     return Rendered(422, family.body(messages[0], messages), {})
+
+
+def render_validation(family: ErrorFamily, errors: Sequence[dict[str, Any]]) -> Rendered:
+    return _render_items(family, detail_items(errors))
 
 
 def render_error(family: ErrorFamily, exc: CallplaneError) -> Rendered:
     if isinstance(exc, InvalidInput):
-        item = {"loc": list(exc.loc), "msg": exc.message, "type": exc.type}
-        return render_validation(family, [item])
+        return _render_items(family, [{"loc": list(exc.loc), "msg": exc.message, "type": exc.type}])
     headers: dict[str, str] = {}
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = "Bearer"

@@ -1,0 +1,90 @@
+"""The body policy of every JSON route, in one place: size, content type, strict parse, depth.
+
+A family route (``http.routing``) hands each POST/PUT/PATCH request to ``police_body`` before
+FastAPI sees it. The body is read once, through the public ``request.stream()``, bounded by
+``CALLPLANE_MAX_BODY_BYTES`` (413); its Content-Type must be JSON (``application/json`` or
+``application/*+json``) — a body sent without any Content-Type is read as JSON, the same on
+every route; it is parsed under the JSON value policy of ``callplane.jsonvalues`` (422 naming
+the field). The handler then gets a ``PolicedRequest``, whose ``body()`` and ``json()`` return
+what was read, so FastAPI and endpoints that read the request themselves see the same document.
+
+Endpoints marked ``@streamed_body`` (an audio upload) are left alone: they read
+``request.stream()`` themselves and bound it themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from starlette.requests import Request
+
+from callplane import jsonvalues
+from callplane.errors import InvalidInput, PayloadTooLarge
+
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class PolicedRequest(Request):
+    """A request whose body was read and parsed under the policy."""
+
+    def __init__(self, request: Request, raw: bytes, document: Any) -> None:
+        super().__init__(request.scope, request.receive)
+        self.raw_body = raw
+        self.document = document
+
+    async def body(self) -> bytes:
+        return self.raw_body
+
+    async def json(self) -> Any:
+        if not self.raw_body:
+            raise InvalidInput("Request body is required", loc=("body",), type_="missing")
+        return self.document
+
+    async def stream(self) -> AsyncGenerator[bytes, None]:
+        yield self.raw_body
+
+
+async def _read_bounded(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise PayloadTooLarge("Invalid Content-Length")
+        if int(declared) > limit:
+            raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:  # a chunked body, or one longer than it declared
+            raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def require_json(content_type: str | None) -> None:
+    """Form data or text is a clear 422; no Content-Type at all is read as JSON."""
+    if not content_type:
+        return
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media != "application/json" and not (
+        media.startswith("application/") and media.endswith("+json")
+    ):
+        raise InvalidInput(
+            "Request body must be JSON (Content-Type: application/json)",
+            loc=("body",),
+            type_="content_type",
+        )
+
+
+async def police_body(request: Request, *, exact_text: bool = False) -> Request:
+    """The request the handler sees: unchanged without a body method, else a PolicedRequest.
+    ``exact_text``: see ``http.routing.exact_json_text``."""
+    if request.method not in BODY_METHODS:
+        return request
+    limit: int = request.app.state.runtime.settings.max_body_bytes
+    raw = await _read_bounded(request, limit)
+    if not raw.strip():
+        return PolicedRequest(request, b"", None)
+    require_json(request.headers.get("content-type"))
+    return PolicedRequest(request, raw, jsonvalues.parse(raw, exact_text=exact_text))
