@@ -109,7 +109,8 @@ async def load_document(
         # The JSON value policy of request bodies holds for fixture documents too.
         document = check_value(document)
     except InvalidInput as exc:
-        raise LoadError(f"{'.'.join(str(p) for p in exc.loc[1:])}: {exc.message}") from None
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in exc.loc[1:])
+        raise LoadError(f"{where.lstrip('.')}: {exc.message}") from None
     unknown = sorted(set(document) - set(SECTION_ORDER))
     if unknown:
         raise LoadError(f"unknown sections: {', '.join(unknown)}")
