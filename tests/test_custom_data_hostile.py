@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from callplane.jsonvalues import MAX_DEPTH
 from tests.factories import make_org
 from tests.test_custom_data_support import assert_status_error, create_table, insert
 
@@ -162,8 +163,10 @@ async def test_odd_bodies_are_422_never_500(app, client):
             method, path, content=b"a=1", headers={**org.headers, "Content-Type": "text/plain"}
         )
         assert_status_error(form, 422)
+    # One nesting limit for every JSON body (callplane.jsonvalues.MAX_DEPTH): the body, the
+    # records list and the record take three levels.
     deep: object = "leaf"
-    for _ in range(200):
+    for _ in range(MAX_DEPTH - 3):
         deep = {"a": deep}
     await create_table(client, org, {"name": "docs", "columns": [{"name": "doc", "type": "JSON"}]})
     nested = await client.post(
@@ -171,6 +174,11 @@ async def test_odd_bodies_are_422_never_500(app, client):
     )
     assert nested.status_code == 201
     assert (await client.get("/v1/data/docs", headers=org.headers)).json()["total_count"] == 1
+    deeper = await client.post(
+        "/v1/data/docs", json={"records": [{"doc": {"a": deep}}]}, headers=org.headers
+    )
+    assert_status_error(deeper, 422)
+    assert deeper.json()["error"] == f"records: is nested more than {MAX_DEPTH} levels deep"
 
 
 async def test_auth_errors_use_the_status_shape(app, client):
