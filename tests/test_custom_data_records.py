@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.factories import make_org
@@ -163,7 +165,7 @@ MATRIX = [
     ("FLOAT", -0.25, -0.25),
     ("FLOAT", True, None),
     ("FLOAT", "1.5", None),
-    ("FLOAT", 10**300, 1e300),
+    ("FLOAT", 10**300, None),  # an integer beyond 64 bits: refused by the JSON value policy
     ("BOOLEAN", True, True),
     ("BOOLEAN", False, False),
     ("BOOLEAN", 1, None),
@@ -199,12 +201,12 @@ async def test_column_type_validation_matrix(app, client):
         )
         if expected is None:
             # The same rule on POST, PUT and PATCH; the message names the column.
-            assert f"{column}:" in assert_status_error(response, 422), case
+            assert re.search(rf"\b{column}[.:]", assert_status_error(response, 422)), case
             for method in ("PUT", "PATCH"):
                 response = await client.request(
                     method, path, json={column: value}, headers=org.headers
                 )
-                assert f"{column}:" in assert_status_error(response, 422), case
+                assert re.search(rf"\b{column}[.:]", assert_status_error(response, 422)), case
             continue
         assert response.status_code == 201, case
         [record] = response.json()["records"]
