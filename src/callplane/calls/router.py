@@ -10,8 +10,7 @@ import orjson
 from fastapi import Header, Query
 from starlette.responses import Response
 
-from callplane import wakeups
-from callplane.calls import events, idempotency, service
+from callplane.calls import commands, events, idempotency, service
 from callplane.calls.schemas import (
     CallCreate,
     CallCreated,
@@ -69,8 +68,7 @@ async def create_call(
         stored = await idempotency.claim(session, org, idempotency_key, digest)
         if stored is not None:
             return json_response(stored.body, stored.status_code)
-    call = await service.create_call(session, org, body)
-    await wakeups.announce(session, wakeups.CALLS)
+    call = await commands.place_call(session, org, body)
     [wire] = await service.calls_wire(session, runtime, org, [call])
     content = {"success": True, "status": call.status, "call_id": call.id, "call": wire}
     if idempotency_key is not None:
@@ -135,11 +133,7 @@ async def cancel_call(
 ) -> Response:
     """Cancel a call that is still enqueued. Cancelling an already cancelled call succeeds again;
     a call that has started or finished is 409 and stays unchanged."""
-    cancelled = await service.cancel_call(session, tenant.organization_id, uuid)
-    if cancelled is not None:
-        await events.record_call_event(
-            session, runtime, cancelled, "call.cancelled", {"status": "cancelled"}
-        )
+    await commands.cancel_call(session, runtime, tenant.organization_id, uuid)
     return json_response({"success": True, "status": "cancelled", "uuid": uuid})
 
 

@@ -11,8 +11,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from callplane import wakeups
-from callplane.calls import events, service
+from callplane.calls import commands, service
 from callplane.calls.schemas import CallCreate
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
@@ -104,9 +103,7 @@ async def place_call(request: Request, session: SessionDep, person: CurrentPerso
     form = await fields(request)
     try:
         body = CallCreate.model_validate(_body(form))
-        call = await service.create_call(session, person.organization_id, body)
-        # As POST /v1/calls does: wake the workers (the router, not the service, does it).
-        await wakeups.announce(session, wakeups.CALLS)
+        call = await commands.place_call(session, person.organization_id, body)
     except ValidationError as exc:
         return await _new_call_page(request, session, person, form, _messages(exc), 422)
     except InvalidInput as exc:
@@ -131,11 +128,6 @@ async def call_page(
 async def cancel(
     request: Request, call_id: uuid.UUID, session: SessionDep, person: CurrentPerson
 ) -> Response:
-    cancelled = await service.cancel_call(session, person.organization_id, call_id)
-    if cancelled is not None:
-        # As POST /v1/calls/{uuid}/cancel does: the call's event, and its webhooks.
-        await events.record_call_event(
-            session, runtime_of(request), cancelled, "call.cancelled", {"status": "cancelled"}
-        )
+    await commands.cancel_call(session, runtime_of(request), person.organization_id, call_id)
     base = request.scope.get("root_path", "")
     return RedirectResponse(f"{base}/calls/{call_id}", 303)
