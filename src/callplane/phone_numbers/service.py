@@ -58,16 +58,7 @@ async def rename_number(
         )
     ).one()
     number, agent = row
-    return PhoneNumberOut(
-        id=number.id,
-        number=number.number,
-        friendly_name=number.friendly_name,
-        area_code=number.area_code,
-        country=number.country,
-        created_at=number.created_at,
-        updated_at=number.updated_at,
-        agent=AgentRef(id=agent.id, name=agent.name, uuid=agent.uuid) if agent else None,
-    )
+    return _number_out(number, agent)
 
 
 async def list_numbers(session: AsyncSession, organization_id: int) -> list[PhoneNumberOut]:
@@ -82,16 +73,17 @@ async def list_numbers(session: AsyncSession, organization_id: int) -> list[Phon
         .where(PhoneNumber.organization_id == organization_id)
         .order_by(PhoneNumber.number, PhoneNumber.id)
     )
-    return [
-        PhoneNumberOut(
-            id=number.id,
-            number=number.number,
-            friendly_name=number.friendly_name,
-            area_code=number.area_code,
-            country=number.country,
-            created_at=number.created_at,
-            updated_at=number.updated_at,
-            agent=AgentRef(id=agent.id, name=agent.name, uuid=agent.uuid) if agent else None,
-        )
-        for number, agent in rows
-    ]
+    return [_number_out(number, agent) for number, agent in rows]
+
+
+def _number_out(number: PhoneNumber, agent: Agent | None) -> PhoneNumberOut:
+    return PhoneNumberOut(
+        id=number.id,
+        number=number.number,
+        friendly_name=number.friendly_name,
+        area_code=number.area_code,
+        country=number.country,
+        created_at=number.created_at,
+        updated_at=number.updated_at,
+        agent=AgentRef(id=agent.id, name=agent.name, uuid=agent.uuid) if agent else None,
+    )
