@@ -31,6 +31,8 @@ $(TOOLS_STAMP): package.json package-lock.json scripts/openapi-tools.txt
 
 install: $(STAMP) $(TOOLS_STAMP)  ## create .venv and install callplane with its test extras and test tools
 
+# The dashboard link and signed recording URLs name the address actually served (unless set).
+run: export CALLPLANE_PUBLIC_URL ?= http://$(HOST):$(PORT)
 run: $(STAMP)  ## migrate, create the demo organization, print its key, serve on $(HOST):$(PORT)
 	$(BIN)/callplane demo
 	$(BIN)/callplane serve --host $(HOST) --port $(PORT)

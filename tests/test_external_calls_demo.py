@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 from importlib.resources import files
 
 import orjson
 
+from callplane.speech.decoding import decode, is_silent
 from tests.factories import load, make_org
 
 BILLING = "7a1e0c55-3b2d-4e8f-9c10-5d6e7f8a9b01"
@@ -36,3 +38,22 @@ async def test_demo_external_calls(app, client):
     assert audio.status_code == 200
     assert audio.content.startswith(b"RIFF") and audio.headers["content-type"] == "audio/wav"
     assert follow_up["recordings"][0]["created_at"] == "2025-05-13T09:32:00Z"
+
+
+def test_demo_legs_left_to_the_worker_hold_speech(tmp_path):
+    """`make run` starts a worker that transcribes the pending and processing legs while the
+    user watches: they must hold speech, or the tour shows them turning to `error`."""
+    document = orjson.loads((files("callplane.demo") / "external_calls.json").read_bytes())
+    to_process = [
+        leg
+        for call in document["external_calls"]
+        for leg in call["recordings"]
+        if leg["status"] in {"pending", "processing"} and not leg.get("deleted")
+    ]
+    assert len(to_process) == 2
+    for leg in to_process:
+        path = tmp_path / leg["file_name"]
+        path.write_bytes(base64.b64decode(leg["audio_base64"]))
+        audio = decode(path, "wav", max_seconds=60)
+        assert audio.duration > 2
+        assert not is_silent(audio.channels[0])
