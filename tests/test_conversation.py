@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from standardwebhooks.webhooks import Webhook
 
 from callplane.engine.turn_loop import APOLOGY
 from tests.conftest import client_for
@@ -22,7 +23,7 @@ from tests.engine_support import (
 )
 from tests.factories import make_org
 from tests.llm_stub import Reply, StubLLM
-from tests.webhook_sink import WebhookReceiver
+from tests.webhook_receiver import receiver
 
 SCRIPT = [
     "I need to move my appointment, please.",
@@ -72,30 +73,29 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
         webhook_allow_private_networks=True,
     )
     org = await make_org(app)
-    with WebhookReceiver() as receiver:
-        async with client_for(app) as client:
-            hook = await client.post(
-                "/v1/webhooks",
-                json={"url": receiver.url, "events": ["call.analyzed"]},
-                headers=org.headers,
-            )
-            assert hook.status_code == 201, hook.text
-            receiver.secret = hook.json()["webhook"]["secret"]
-            started = time.monotonic()
-            call_id = await create_call(
-                client,
-                org,
-                "+14155550123",
-                first_message="Hi, this is Ada from Bright Smiles.",
-                call_prompt="You are Ada, the receptionist of Bright Smiles dental practice.",
-                analyzers=[
-                    {"prompt": "How did the caller feel?", "output_config": SENTIMENT},
-                    {"prompt": "Was an appointment booked?", "output_config": BOOKED},
-                ],
-            )
-            delivery = await receiver.wait_for("call.analyzed")
-            call = await wait_for_call(client, org, call_id)
-            events = await events_of(client, org, call_id)
+    async with receiver() as hooks, client_for(app) as client:
+        hook = await client.post(
+            "/v1/webhooks",
+            json={"url": hooks.url, "events": ["call.analyzed"]},
+            headers=org.headers,
+        )
+        assert hook.status_code == 201, hook.text
+        secret = hook.json()["webhook"]["secret"]
+        started = time.monotonic()
+        call_id = await create_call(
+            client,
+            org,
+            "+14155550123",
+            first_message="Hi, this is Ada from Bright Smiles.",
+            call_prompt="You are Ada, the receptionist of Bright Smiles dental practice.",
+            analyzers=[
+                {"prompt": "How did the caller feel?", "output_config": SENTIMENT},
+                {"prompt": "Was an appointment booked?", "output_config": BOOKED},
+            ],
+        )
+        delivery = await hooks.wait_for_event("call.analyzed")
+        call = await wait_for_call(client, org, call_id)
+        events = await events_of(client, org, call_id)
 
     # The agent ended the call itself (end_call), long before the simulated 20 s were up.
     assert call["status"] == "completed" and time.monotonic() - started < 10
@@ -143,8 +143,7 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
     assert analyzed["summary_by"] == "brain" and analyzed["analysis_errors"] == 1
     assert len(analyzed["response_latency_ms"]) == 3
 
-    assert receiver.signature_ok(delivery)
-    body = delivery["body"]
+    body = Webhook(secret).verify(delivery.body, delivery.headers)
     assert body["data"]["call"]["id"] == call_id
     assert body["data"]["call"]["summary"] == call["summary"]
     assert body["data"]["call"]["analysis_results"] == call["analysis_results"]

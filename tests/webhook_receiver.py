@@ -11,6 +11,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 
 @dataclass
 class Received:
@@ -51,6 +53,20 @@ class Receiver:
                 await asyncio.wait_for(self.arrived.wait(), remaining)
         return self.received
 
+    async def wait_for_event(self, type_: str, within: float = 10.0) -> Received:
+        """The first request whose JSON body is an event of this type."""
+        deadline = time.monotonic() + within
+        while True:
+            for request in self.received:
+                if orjson.loads(request.body).get("type") == type_:
+                    return request
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"no {type_} webhook within {within} s")
+            self.arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.arrived.wait(), remaining)
+
 
 async def _serve(receiver: Receiver, reader: Any, writer: Any) -> None:
     try:
@@ -82,9 +98,18 @@ async def _serve(receiver: Receiver, reader: Any, writer: Any) -> None:
 @asynccontextmanager
 async def receiver(reply: Callable[[int], Reply] | None = None) -> AsyncIterator[Receiver]:
     holder: list[Receiver] = []
-    server = await asyncio.start_server(
-        lambda r, w: _serve(holder[0], r, w), host="127.0.0.1", port=0
-    )
+    # Closing the server leaves its open keep-alive connections to the garbage collector (an
+    # unclosed-socket warning in some later test): they are closed here on the way out.
+    writers: set[Any] = set()
+
+    async def serve(reader: Any, writer: Any) -> None:
+        writers.add(writer)
+        try:
+            await _serve(holder[0], reader, writer)
+        finally:
+            writers.discard(writer)
+
+    server = await asyncio.start_server(serve, host="127.0.0.1", port=0)
     port = server.sockets[0].getsockname()[1]
     rec = Receiver(port=port)
     if reply is not None:
@@ -94,5 +119,7 @@ async def receiver(reply: Callable[[int], Reply] | None = None) -> AsyncIterator
         yield rec
     finally:
         server.close()
+        for writer in list(writers):
+            writer.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(server.wait_closed(), 1)
