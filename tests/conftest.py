@@ -23,7 +23,6 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import text
 
 from callplane.app import create_app
 from callplane.db import Database
@@ -118,27 +117,33 @@ def database_url(database_template: Any, tmp_path: Path) -> str:
 
 
 async def _reset_postgres(url: str) -> None:
-    db = Database(url, pool_size=1)
+    """Empty every table and restart every sequence. DELETE, not TRUNCATE: on tables this small
+    a TRUNCATE (new files for each table) cost ~170 ms a test, a DELETE script a few ms."""
+    import asyncpg
+
+    from callplane.db import async_url
+
+    conn = await asyncpg.connect(async_url(url).replace("postgresql+asyncpg", "postgresql"))
     try:
-        async with db.engine.begin() as conn:
-            user_tables = (
-                await conn.execute(
-                    text(
-                        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-                        "AND tablename LIKE :prefix"
-                    ),
-                    {"prefix": USER_TABLE_PREFIX + "%"},
-                )
-            ).scalars()
-            for table in user_tables:
-                quoted = conn.dialect.identifier_preparer.quote(table)
-                await conn.execute(text(f"DROP TABLE IF EXISTS {quoted} CASCADE"))
-            names = ", ".join(
-                conn.dialect.identifier_preparer.quote(t.name) for t in metadata.sorted_tables
-            )
-            await conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+        user_tables = await conn.fetch(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+            "AND tablename LIKE $1",
+            USER_TABLE_PREFIX + "%",
+        )
+        await conn.execute(
+            ";".join(f'DROP TABLE IF EXISTS "{row[0]}" CASCADE' for row in user_tables)
+            or "SELECT 1"
+        )
+        sequences = await conn.fetch(
+            "SELECT sequencename FROM pg_sequences WHERE schemaname = current_schema()"
+        )
+        # Names come from our own metadata and the server's catalog, never from a test's input.
+        tables = reversed(metadata.sorted_tables)
+        script = [f'DELETE FROM "{table.name}"' for table in tables]  # noqa: S608
+        script += [f'ALTER SEQUENCE "{row[0]}" RESTART' for row in sequences]
+        await conn.execute(";".join(script))
     finally:
-        await db.dispose()
+        await conn.close()
 
 
 def make_settings(database_url: str, **overrides: Any) -> Settings:
