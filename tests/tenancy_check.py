@@ -55,6 +55,7 @@ from sqlalchemy.sql.selectable import (
 )
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from callplane import driver
 from callplane.tenancy import ACROSS_ORGANIZATIONS
 
 ORG = "organization_id"
@@ -167,6 +168,16 @@ def check_statement(statement: Any) -> list[str]:
 def _before_execute(
     _conn: Any, clauseelement: Any, _multiparams: Any, _params: Any, execution_options: Any
 ) -> None:
+    _check(clauseelement, execution_options)
+
+
+def _on_driver_compile(statement: Any) -> None:
+    """Statements of the driver path (``callplane.driver``), checked when compiled; a
+    statement's shape, which is all the check looks at, never changes after that."""
+    _check(statement, statement.get_execution_options())
+
+
+def _check(clauseelement: Any, execution_options: Any) -> None:
     if not _checked.get() or _flushing.get() or execution_options.get(ACROSS_ORGANIZATIONS):
         return
     if not isinstance(clauseelement, Select | Update | Delete) and not hasattr(
@@ -192,6 +203,7 @@ def _flush_ends(*_args: Any) -> None:
 
 def install() -> None:
     event.listen(Engine, "before_execute", _before_execute)
+    driver.compile_observers.append(_on_driver_compile)
     event.listen(Session, "before_flush", _flush_starts)
     event.listen(Session, "after_flush_postexec", _flush_ends)
     event.listen(Session, "after_soft_rollback", _flush_ends)  # a flush that failed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from callplane.custom_data.catalog import Catalog
 from callplane.db import Database
 from callplane.http.auth import KeyCache
 from callplane.ratelimit import RateLimiter
@@ -21,6 +22,11 @@ class Runtime:
     storage: Storage
     signer: RecordingSigner
     key_cache: KeyCache = field(default_factory=KeyCache)
+    #: Custom data table schemas this process has seen (``custom_data.catalog``).
+    catalog: Catalog = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.catalog = Catalog(self.db.backend)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:

@@ -93,6 +93,11 @@ class InlineConnection:
         self._busy_timeout_ms = busy_timeout_ms
 
     @property
+    def sqlite(self) -> sqlite3.Connection:
+        """The sqlite3 connection itself (``callplane.driver`` runs hot statements on it)."""
+        return self._conn
+
+    @property
     def isolation_level(self) -> str | None:
         return self._conn.isolation_level
 

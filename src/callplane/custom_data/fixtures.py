@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from callplane.custom_data import records, service
+from callplane.custom_data.catalog import Catalog
 from callplane.custom_data.schemas import ColumnIn, TableIn
 from callplane.custom_data.types import INT64_MAX
 from callplane.errors import CallplaneError
@@ -29,6 +30,7 @@ class TableItem(BaseModel):
 @section("tables")
 async def load_tables(context: LoadContext, items: list[Any]) -> list[Any]:
     created = []
+    catalog = Catalog.for_session(context.session)
     for index, item in enumerate(parse_items("tables", items, TableItem)):
         for position, body in enumerate(item.records):
             record_id = body.get("id")
@@ -41,6 +43,7 @@ async def load_tables(context: LoadContext, items: list[Any]) -> list[Any]:
         try:
             table = await service.create_table(
                 context.session,
+                catalog,
                 context.organization_id,
                 TableIn(name=item.name, columns=item.columns, indexes=item.indexes),
             )

@@ -3,6 +3,14 @@
 Every statement is SQLAlchemy Core on the table's cached ``Table``: identifiers are quoted by the
 toolkit, values are bound. Managed columns (id, organization_id, created_at, updated_at) are set
 here and ignored in bodies, as are names that are not declared columns.
+
+Reading, replacing, patching and deleting one record are the hot paths: each is one statement,
+compiled once per table and shape and run on the driver connection (``callplane.driver``). Each
+also checks, in the same statement, that the table's catalog row is still the one the schema was
+built from (``_current``), so it may be given a schema taken from the per-process catalog
+without reading the catalog first (``catalog.Catalog.with_table``). Batch inserts, the
+reference checks and deleting every record stay on the session: they vary in shape and are not
+where requests spend their time.
 """
 
 from __future__ import annotations
@@ -12,15 +20,29 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, column, delete, insert, or_, select, table, update
+from sqlalchemy import (
+    Row,
+    bindparam,
+    column,
+    delete,
+    exists,
+    insert,
+    or_,
+    select,
+    table,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
 
 from callplane.custom_data.schema import TableSchema, physical_name
 from callplane.custom_data.types import INT64_MAX, TimestampType
 from callplane.db import sync_id_sequence
+from callplane.driver import Prepared, driver_connection
 from callplane.errors import CallplaneError, Conflict, InvalidInput, NotFound
 from callplane.models.base import utcnow
+from callplane.models.custom_data import CustomTable
 from callplane.tenancy import delete_owned, owned_by, select_owned
 
 SOURCE_COLUMN = re.compile(r"[a-z][a-z0-9_]{0,62}")
@@ -142,30 +164,56 @@ async def _write(session: AsyncSession, stmt: Any, deleting: bool = False) -> An
         raise integrity_error(exc, deleting=deleting) from None
 
 
-def _where_id(schema: TableSchema, record_id: int) -> list[Any]:
-    t = schema.table
-    return [t.c.id == record_id, owned_by(t, schema.organization_id)]
-
-
 def _check_id(record_id: int) -> None:
     # A well-formed id that no record can have is simply not found.
     if not 1 <= record_id <= INT64_MAX:
         raise NotFound("Record not found")
 
 
+_catalog = CustomTable.__table__
+
+
+def _current(schema: TableSchema) -> ColumnElement[bool]:
+    """The table's catalog row is still the version its schema was built from."""
+    return exists().where(
+        owned_by(_catalog, bindparam("org")),
+        _catalog.c.id == bindparam("table_id", schema.id, type_=_catalog.c.id.type),
+        _catalog.c.updated_at
+        == bindparam("version", schema.updated_at, type_=_catalog.c.updated_at.type),
+    )
+
+
 def _by_id(schema: TableSchema) -> list[Any]:
     t = schema.table
-    return [t.c.id == bindparam("rid"), owned_by(t, bindparam("org"))]
+    return [t.c.id == bindparam("rid"), owned_by(t, bindparam("org")), _current(schema)]
+
+
+def _prepared(session: AsyncSession, schema: TableSchema, key: Any, build: Any) -> Prepared:
+    prepared: Prepared = schema.statement(
+        key, lambda: Prepared.compile(build(), session.get_bind().dialect)
+    )
+    return prepared
+
+
+async def _run(
+    session: AsyncSession, prepared: Prepared, params: dict[str, Any], deleting: bool = False
+) -> dict[str, Any] | None:
+    driver = await driver_connection(session)
+    try:
+        return await driver.fetchone(prepared, params)
+    except IntegrityError as exc:
+        raise integrity_error(exc, deleting=deleting) from None
 
 
 async def get_record(session: AsyncSession, schema: TableSchema, record_id: int) -> dict[str, Any]:
     _check_id(record_id)
-    query = schema.statement("get", lambda: select(*schema.selectable).where(*_by_id(schema)))
-    params = {"rid": record_id, "org": schema.organization_id}
-    row = (await session.execute(query, params)).first()
+    prepared = _prepared(
+        session, schema, "get", lambda: select(*schema.selectable).where(*_by_id(schema))
+    )
+    row = await _run(session, prepared, {"rid": record_id, "org": schema.organization_id})
     if row is None:
         raise NotFound("Record not found")
-    return record(row)
+    return row
 
 
 async def replace_record(
@@ -175,17 +223,7 @@ async def replace_record(
     _check_id(record_id)
     values = clean_values(schema, body, partial=False)
     await check_references(session, schema, [values])
-    values["updated_at"] = utcnow()
-    stmt = (
-        update(schema.table)
-        .where(*_where_id(schema, record_id))
-        .values(values)
-        .returning(*schema.selectable)
-    )
-    row = (await _write(session, stmt)).first()
-    if row is None:
-        raise NotFound("Record not found")
-    return record(row)
+    return await _update(session, schema, record_id, values, None, {})
 
 
 def check_source_column(schema: TableSchema, name: str, values: Mapping[str, Any]) -> datetime:
@@ -219,16 +257,29 @@ async def patch_record(
     """PATCH. With ``source_column`` the comparison and the write are one statement:
     ``UPDATE … WHERE id AND (col IS NULL OR col < :supplied) RETURNING …``."""
     values = clean_values(schema, body, partial=True)
-    params: dict[str, Any] = {"rid": record_id, "org": schema.organization_id}
+    params: dict[str, Any] = {}
     if source_column is not None:
         params["supplied"] = check_source_column(schema, source_column, values)
     _check_id(record_id)
     if not values:
         return await get_record(session, schema, record_id)
     await check_references(session, schema, [values])
+    return await _update(session, schema, record_id, values, source_column, params)
+
+
+async def _update(
+    session: AsyncSession,
+    schema: TableSchema,
+    record_id: int,
+    values: dict[str, Any],
+    source_column: str | None,
+    params: dict[str, Any],
+) -> dict[str, Any]:
     values["updated_at"] = utcnow()
     names = tuple(values)
     params.update({f"v_{name}": value for name, value in values.items()})
+    params["rid"] = record_id
+    params["org"] = schema.organization_id
 
     def build() -> Any:
         t = schema.table
@@ -239,23 +290,32 @@ async def patch_record(
         new_values: dict[Any, Any] = {t.c[name]: bindparam(f"v_{name}") for name in names}
         return update(t).where(*conditions).values(new_values).returning(*schema.selectable)
 
-    stmt = schema.statement(("patch", names, source_column), build)
-    try:
-        row = (await session.execute(stmt, params)).first()
-    except IntegrityError as exc:
-        raise integrity_error(exc) from None
+    prepared = _prepared(session, schema, ("update", names, source_column), build)
+    row = await _run(session, prepared, params)
     if row is not None:
-        return record(row)
-    exists = await session.scalar(select(schema.table.c.id).where(*_where_id(schema, record_id)))
-    if exists is None:
-        raise NotFound("Record not found")
-    raise Conflict(f"{source_column}: the stored timestamp is equal or newer; nothing changed")
+        return row
+    if source_column is not None:
+        probe = _prepared(
+            session, schema, "exists", lambda: select(schema.table.c.id).where(*_by_id(schema))
+        )
+        if await _run(session, probe, {"rid": record_id, "org": schema.organization_id}):
+            raise Conflict(
+                f"{source_column}: the stored timestamp is equal or newer; nothing changed"
+            )
+    raise NotFound("Record not found")
 
 
 async def delete_record(session: AsyncSession, schema: TableSchema, record_id: int) -> None:
     _check_id(record_id)
-    stmt = delete(schema.table).where(*_where_id(schema, record_id)).returning(schema.table.c.id)
-    if (await _write(session, stmt, deleting=True)).first() is None:
+    t = schema.table
+    prepared = _prepared(
+        session,
+        schema,
+        "delete",
+        lambda: delete(t).where(*_by_id(schema)).returning(t.c.id),
+    )
+    params = {"rid": record_id, "org": schema.organization_id}
+    if await _run(session, prepared, params, deleting=True) is None:
         raise NotFound("Record not found")
 
 

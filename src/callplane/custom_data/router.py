@@ -14,6 +14,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from callplane.custom_data import query, records, schema, service
+from callplane.custom_data.catalog import Catalog
+from callplane.custom_data.schema import TableSchema
 from callplane.custom_data.schemas import (
     LIST_PARAMETERS,
     Deleted,
@@ -36,6 +38,12 @@ from callplane.http.routing import family_router
 
 router = family_router(STATUS, prefix="/data", tags=["custom data"])
 
+
+def _catalog(request: Request) -> Catalog:
+    catalog: Catalog = request.app.state.runtime.catalog
+    return catalog
+
+
 _409: dict[int | str, dict[str, Any]] = {409: {"description": "Conflict", "model": StatusError}}
 RecordBody = Annotated[dict[str, Any], Body(description="values of declared columns")]
 
@@ -47,32 +55,44 @@ RecordBody = Annotated[dict[str, Any], Body(description="values of declared colu
     responses=_409,
     summary="Create a table",
 )
-async def create_table(body: TableIn, session: SessionDep, tenant: CurrentTenant) -> Response:
+async def create_table(
+    body: TableIn, request: Request, session: SessionDep, tenant: CurrentTenant
+) -> Response:
     """Create a custom data table with typed columns (TEXT, INTEGER, FLOAT, BOOLEAN, TIMESTAMP,
     JSON), column options (required, unique, indexed, references) and composite indexes."""
-    table = await service.create_table(session, tenant.organization_id, body)
+    table = await service.create_table(session, _catalog(request), tenant.organization_id, body)
     return json_response({"success": True, "table": table.wire()}, 201)
 
 
 @router.get("/tables", response_model=TableList, summary="List tables")
-async def list_tables(session: SessionDep, tenant: CurrentTenant) -> Response:
+async def list_tables(request: Request, session: SessionDep, tenant: CurrentTenant) -> Response:
     """Every custom data table of the organization, with its columns."""
-    tables = await schema.list_tables(session, tenant.organization_id)
+    tables = await _catalog(request).list_tables(session, tenant.organization_id)
     return json_response({"tables": [t.wire() for t in tables]})
 
 
 @router.get("/tables/{id}", response_model=TableOne, summary="Read a table")
-async def get_table(id: int, session: SessionDep, tenant: CurrentTenant) -> Response:  # noqa: A002
+async def get_table(
+    id: int,  # noqa: A002
+    request: Request,
+    session: SessionDep,
+    tenant: CurrentTenant,
+) -> Response:
     """One custom data table, with its columns."""
-    table = await schema.find_table_by_id(session, tenant.organization_id, id)
+    table = await _catalog(request).find_table_by_id(session, tenant.organization_id, id)
     return json_response({"table": table.wire()})
 
 
 @router.delete("/tables/{id}", response_model=Success, responses=_409, summary="Delete a table")
-async def delete_table(id: int, session: SessionDep, tenant: CurrentTenant) -> Response:  # noqa: A002
+async def delete_table(
+    id: int,  # noqa: A002
+    request: Request,
+    session: SessionDep,
+    tenant: CurrentTenant,
+) -> Response:
     """Delete a table's schema. It must hold no records and no other table may reference it
     (409 otherwise)."""
-    await service.delete_table(session, tenant.organization_id, id)
+    await service.delete_table(session, _catalog(request), tenant.organization_id, id)
     return json_response({"success": True})
 
 
@@ -84,10 +104,10 @@ async def delete_table(id: int, session: SessionDep, tenant: CurrentTenant) -> R
     summary="Create records (1-1000, all or nothing)",
 )
 async def create_records(
-    table_name: str, body: RecordsIn, session: SessionDep, tenant: CurrentTenant
+    table_name: str, body: RecordsIn, request: Request, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
     """Insert 1 to 1000 records at once: all of them or, on any invalid value or conflict, none."""
-    table = await schema.find_table(session, tenant.organization_id, table_name)
+    table = await _catalog(request).find_table(session, tenant.organization_id, table_name)
     with schema.dropped_table_is_not_found():
         created = await records.create_records(session, table, body.records)
     return json_response({"records": created}, 201)
@@ -107,12 +127,13 @@ async def create_records(
 async def query_records(
     table_name: str,
     body: Annotated[dict[str, Any], Body()],
+    request: Request,
     session: SessionDep,
     tenant: CurrentTenant,
 ) -> Response:
     """Records matching operator filters (eq ne lt lte gt gte in contains is_null), sorted and
     paginated like the list."""
-    table = await schema.find_table(session, tenant.organization_id, table_name)
+    table = await _catalog(request).find_table(session, tenant.organization_id, table_name)
     with schema.dropped_table_is_not_found():
         return json_response(await query.query_records(session, table, body))
 
@@ -128,7 +149,7 @@ async def list_records(
 ) -> Response:
     """A page of records. Sort with sort_by and sort_direction; any other query parameter that names
     a column is an exact-match filter (repeat it to match any of several values)."""
-    table = await schema.find_table(session, tenant.organization_id, table_name)
+    table = await _catalog(request).find_table(session, tenant.organization_id, table_name)
     params = request.query_params.multi_items()
     with schema.dropped_table_is_not_found():
         return json_response(await query.list_records(session, table, params))
@@ -141,10 +162,10 @@ async def list_records(
     summary="Delete every record of a table",
 )
 async def delete_all_records(
-    table_name: str, session: SessionDep, tenant: CurrentTenant
+    table_name: str, request: Request, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
     """Delete every record of a table; the table itself stays."""
-    table = await schema.find_table(session, tenant.organization_id, table_name)
+    table = await _catalog(request).find_table(session, tenant.organization_id, table_name)
     with schema.dropped_table_is_not_found():
         count = await records.delete_all_records(session, table)
     return json_response(
@@ -155,14 +176,18 @@ async def delete_all_records(
 @router.get("/{table_name}/{id}", response_model=RecordOne, summary="Read a record")
 async def get_record(
     table_name: str,
-    id: int,
+    id: int,  # noqa: A002
+    request: Request,
     session: SessionDep,
-    tenant: CurrentTenant,  # noqa: A002
+    tenant: CurrentTenant,
 ) -> Response:
     """One record of a table."""
-    table = await schema.find_table(session, tenant.organization_id, table_name)
-    with schema.dropped_table_is_not_found():
-        return json_response({"record": await records.get_record(session, table, id)})
+
+    async def read(table: TableSchema) -> dict[str, Any]:
+        return await records.get_record(session, table, id)
+
+    found = await _catalog(request).with_table(session, tenant.organization_id, table_name, read)
+    return json_response({"record": found})
 
 
 @router.put(
@@ -170,15 +195,21 @@ async def get_record(
 )
 async def replace_record(
     table_name: str,
-    id: int,
+    id: int,  # noqa: A002
     body: RecordBody,
+    request: Request,
     session: SessionDep,
-    tenant: CurrentTenant,  # noqa: A002
+    tenant: CurrentTenant,
 ) -> Response:
     """Replace every declared column of a record (omitted columns become null)."""
-    table = await schema.find_table(session, tenant.organization_id, table_name)
-    with schema.dropped_table_is_not_found():
-        return json_response({"record": await records.replace_record(session, table, id, body)})
+
+    async def replace(table: TableSchema) -> dict[str, Any]:
+        return await records.replace_record(session, table, id, body)
+
+    replaced = await _catalog(request).with_table(
+        session, tenant.organization_id, table_name, replace
+    )
+    return json_response({"record": replaced})
 
 
 @router.patch(
@@ -191,6 +222,7 @@ async def patch_record(
     table_name: str,
     id: int,  # noqa: A002
     body: RecordBody,
+    request: Request,
     session: SessionDep,
     tenant: CurrentTenant,
     source_column: Annotated[
@@ -201,9 +233,11 @@ async def patch_record(
     """Update the given columns of a record; others stay. With sourceUpdatedAtColumn the update
     applies only when the body's timestamp in that column is newer than the stored one (409
     otherwise), atomically."""
-    table = await schema.find_table(session, tenant.organization_id, table_name)
-    with schema.dropped_table_is_not_found():
-        patched = await records.patch_record(session, table, id, body, source_column)
+
+    async def patch(table: TableSchema) -> dict[str, Any]:
+        return await records.patch_record(session, table, id, body, source_column)
+
+    patched = await _catalog(request).with_table(session, tenant.organization_id, table_name, patch)
     return json_response({"record": patched})
 
 
@@ -212,12 +246,15 @@ async def patch_record(
 )
 async def delete_record(
     table_name: str,
-    id: int,
+    id: int,  # noqa: A002
+    request: Request,
     session: SessionDep,
-    tenant: CurrentTenant,  # noqa: A002
+    tenant: CurrentTenant,
 ) -> Response:
     """Delete one record of a table."""
-    table = await schema.find_table(session, tenant.organization_id, table_name)
-    with schema.dropped_table_is_not_found():
+
+    async def remove(table: TableSchema) -> None:
         await records.delete_record(session, table, id)
+
+    await _catalog(request).with_table(session, tenant.organization_id, table_name, remove)
     return json_response({"success": True, "message": f"Deleted record {id}"})

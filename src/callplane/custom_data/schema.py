@@ -5,16 +5,12 @@ created_at, updated_at), then one column per declared column under its declared 
 against ``^[a-z][a-z0-9_]*$`` at creation, and quoted by SQLAlchemy like every identifier).
 Constraints and indexes are named from the catalog id only, never from user text.
 
-``Table`` objects are cached per process, keyed by (catalog id, created_at, updated_at). Every
-request still reads the catalog row (one indexed lookup by organization and name), so a table
-created, dropped or recreated by another process is seen at once; the cache only saves building
-the objects and lets SQLAlchemy reuse its compiled statements.
+Which schema a name means, and the per-process cache of built schemas, is ``catalog``.
 """
 
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,8 +25,6 @@ from sqlalchemy import (
     MetaData,
     Table,
     UniqueConstraint,
-    bindparam,
-    select,
 )
 from sqlalchemy.exc import InternalError, OperationalError, ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -46,8 +40,6 @@ from callplane.custom_data.types import (
 )
 from callplane.errors import InvalidInput, NotFound
 from callplane.models.base import USER_TABLE_PREFIX, UTCDateTime
-from callplane.models.custom_data import CustomTable
-from callplane.tenancy import owned_by, select_owned
 
 TABLE_NAME = re.compile(r"[A-Za-z0-9_-]{1,63}")
 RESERVED_TABLE_NAMES = frozenset({"tables"})
@@ -105,8 +97,7 @@ class TableSchema:
     kinds: dict[str, ColumnType] = field(init=False)
     #: the columns of a record, in the order they appear in responses
     selectable: list[Column[Any]] = field(init=False)
-    #: statements built once per shape and reused: SQLAlchemy then skips building them and
-    #: computing their cache keys (~0.1 ms each) on every request
+    #: statements built and compiled once per shape (``callplane.driver.Prepared``) and reused
     _statements: dict[Any, Any] = field(init=False, default_factory=dict)
 
     def statement(self, key: Any, build: Callable[[], Any]) -> Any:
@@ -128,6 +119,10 @@ class TableSchema:
             c.updated_at,
         ]
         self.kinds = {**MANAGED_COLUMNS, **{c.name: c.kind for c in self.columns}}
+
+    @property
+    def has_references(self) -> bool:
+        return any(c.references_id is not None for c in self.columns)
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -193,38 +188,8 @@ def build_table(
     return table
 
 
-def _specs(raw: list[Any]) -> tuple[ColumnSpec, ...]:
+def specs_from_json(raw: list[Any]) -> tuple[ColumnSpec, ...]:
     return tuple(ColumnSpec(**item) for item in raw)
-
-
-_cache: OrderedDict[tuple[int, datetime, datetime, str], TableSchema] = OrderedDict()
-
-
-def schema_from_row(row: Any, dialect: str) -> TableSchema:
-    key = (row.id, row.created_at, row.updated_at, dialect)
-    cached = _cache.get(key)
-    if cached is not None:
-        _cache.move_to_end(key)
-        return cached
-    columns = _specs(row.columns)
-    indexes = tuple(tuple(i) for i in row.indexes or ())
-    schema = TableSchema(
-        id=row.id,
-        organization_id=row.organization_id,
-        name=row.name,
-        columns=columns,
-        indexes=indexes,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        table=build_table(row.id, columns, indexes, dialect),
-    )
-    _cache[key] = schema
-    if len(_cache) > _CACHE_SIZE:
-        _cache.popitem(last=False)
-    return schema
-
-
-_catalog = CustomTable.__table__
 
 
 def check_table_name(name: str) -> None:
@@ -235,65 +200,15 @@ def check_table_name(name: str) -> None:
         )
 
 
-_KEY_COLUMNS = (_catalog.c.id, _catalog.c.created_at, _catalog.c.updated_at)
-_BY_NAME = owned_by(_catalog, bindparam("org")) & (_catalog.c.name == bindparam("key"))
-_BY_ID = owned_by(_catalog, bindparam("org")) & (_catalog.c.id == bindparam("key"))
-_KEY_QUERIES = {
-    (by, lock): (
-        select(*_KEY_COLUMNS).where(condition).with_for_update()
-        if lock
-        else select(*_KEY_COLUMNS).where(condition)
-    )
-    for by, condition in (("name", _BY_NAME), ("id", _BY_ID))
-    for lock in (False, True)
-}
-_FULL_ROW = select_owned(_catalog, bindparam("org")).where(_catalog.c.id == bindparam("id"))
-
-
-async def _resolve(
-    session: AsyncSession, by: str, organization_id: int, key: int | str, lock: bool
-) -> TableSchema:
-    """The schema of the matching catalog row: only its version key is read per request; the
-    column definitions are read when this process has not built that version yet."""
-    params = {"org": organization_id, "key": key}
-    found = (await session.execute(_KEY_QUERIES[(by, lock)], params)).first()
-    if found is None:
-        raise NotFound("Table not found")
-    dialect = session.get_bind().dialect.name
-    cache_key = (found.id, found.created_at, found.updated_at, dialect)
-    cached = _cache.get(cache_key)
-    if cached is not None:
-        _cache.move_to_end(cache_key)
-        return cached
-    row = (await session.execute(_FULL_ROW, {"org": organization_id, "id": found.id})).one()
-    return schema_from_row(row, dialect)
-
-
-async def find_table(
-    session: AsyncSession, organization_id: int, name: str, *, lock: bool = False
-) -> TableSchema:
-    """The organization's table called ``name`` (422 for a malformed name, 404 when absent)."""
-    check_table_name(name)
-    if name in RESERVED_TABLE_NAMES:
-        raise NotFound("Table not found")
-    return await _resolve(session, "name", organization_id, name, lock)
-
-
-async def find_table_by_id(
-    session: AsyncSession, organization_id: int, table_id: int, *, lock: bool = False
-) -> TableSchema:
-    if not 1 <= table_id <= 2**31 - 1:
-        raise NotFound("Table not found")
-    return await _resolve(session, "id", organization_id, table_id, lock)
-
-
-async def list_tables(session: AsyncSession, organization_id: int) -> list[TableSchema]:
-    query = select_owned(_catalog, organization_id).order_by(_catalog.c.name, _catalog.c.id)
-    dialect = session.get_bind().dialect.name
-    return [schema_from_row(row, dialect) for row in await session.execute(query)]
-
-
 _MISSING_TABLE = ("no such table", "does not exist", "could not open relation")
+
+
+def is_missing_table(exc: Exception) -> bool:
+    """The error of a statement on a table that no longer exists (either backend)."""
+    if not isinstance(exc, OperationalError | ProgrammingError | InternalError):
+        return False
+    code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+    return code == "42P01" or any(text in str(exc.orig).lower() for text in _MISSING_TABLE)
 
 
 @contextmanager
@@ -303,8 +218,7 @@ def dropped_table_is_not_found() -> Iterator[None]:
     try:
         yield
     except (OperationalError, ProgrammingError, InternalError) as exc:
-        code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
-        if code == "42P01" or any(text in str(exc.orig).lower() for text in _MISSING_TABLE):
+        if is_missing_table(exc):
             raise NotFound("Table not found") from None
         raise
 

@@ -14,6 +14,7 @@ from sqlalchemy import Table, literal, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.custom_data.catalog import Catalog
 from callplane.custom_data.query import LIST_PARAMETERS
 from callplane.custom_data.schema import (
     MANAGED_COLUMNS,
@@ -24,9 +25,7 @@ from callplane.custom_data.schema import (
     build_table,
     create_physical,
     drop_physical,
-    find_table_by_id,
     physical_name,
-    schema_from_row,
 )
 from callplane.custom_data.schemas import TableIn
 from callplane.custom_data.types import TYPES
@@ -152,7 +151,9 @@ def _spec_json(spec: ColumnSpec) -> dict[str, Any]:
     return {**spec.wire(), "references_id": spec.references_id}
 
 
-async def create_table(session: AsyncSession, organization_id: int, body: TableIn) -> TableSchema:
+async def create_table(
+    session: AsyncSession, catalog: Catalog, organization_id: int, body: TableIn
+) -> TableSchema:
     if not TABLE_NAME.fullmatch(body.name):
         raise _bad("name must match ^[A-Za-z0-9_-]+$ and be at most 63 characters", "name")
     if body.name in RESERVED_TABLE_NAMES:
@@ -198,12 +199,14 @@ async def create_table(session: AsyncSession, organization_id: int, body: TableI
     created = await session.execute(
         select_owned(_catalog, organization_id).where(_catalog.c.id == row.id)
     )
-    return schema_from_row(created.one(), dialect)
+    return catalog.from_row(created.one())
 
 
-async def delete_table(session: AsyncSession, organization_id: int, table_id: int) -> None:
+async def delete_table(
+    session: AsyncSession, catalog: Catalog, organization_id: int, table_id: int
+) -> None:
     """DELETE /data/tables/{id}: 409 while it holds records or another table references it."""
-    schema = await find_table_by_id(session, organization_id, table_id, lock=True)
+    schema = await catalog.find_table_by_id(session, organization_id, table_id, lock=True)
     others = await session.execute(
         select_owned(_catalog, organization_id, _catalog.c.name, _catalog.c.columns).where(
             _catalog.c.id != table_id
@@ -223,3 +226,5 @@ async def delete_table(session: AsyncSession, organization_id: int, table_id: in
         raise Conflict(f"Table {schema.name} still holds records; delete them first")
     await drop_physical(session, schema.table)
     await session.execute(delete_owned(_catalog, organization_id).where(_catalog.c.id == table_id))
+    # Other processes notice through the record statements' catalog check (``records``).
+    catalog.forget(organization_id, schema.name)

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from callplane.custom_data import query, records, schema
+from callplane.custom_data.catalog import Catalog
 from callplane.custom_data.schema import ColumnSpec, TableSchema
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
@@ -25,13 +26,20 @@ from callplane.http.deps import SessionDep
 from callplane.http.pagination import total_pages
 
 router = dashboard_router()
+
+
+def _catalog(request: Request) -> Catalog:
+    catalog: Catalog = request.app.state.runtime.catalog
+    return catalog
+
+
 PER_PAGE = 25
 _INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
 
 
 @router.get("/data")
 async def tables_page(request: Request, session: SessionDep, person: CurrentPerson) -> Response:
-    tables = await schema.list_tables(session, person.organization_id)
+    tables = await _catalog(request).list_tables(session, person.organization_id)
     return render(request, "tables.html", section="data", tables=tables)
 
 
@@ -51,7 +59,7 @@ def _cell(value: Any) -> str:
 async def table_page(
     request: Request, table_name: str, session: SessionDep, person: CurrentPerson
 ) -> Response:
-    table = await schema.find_table(session, person.organization_id, table_name)
+    table = await _catalog(request).find_table(session, person.organization_id, table_name)
     # Empty filter fields of the form mean "no filter"; everything else is the API's query.
     params = [(k, v) for k, v in request.query_params.multi_items() if v != ""]
     params = [(k, v) for k, v in params if k != "per_page"] + [("per_page", str(PER_PAGE))]
@@ -149,7 +157,7 @@ def _record_page(
 async def record_page(
     request: Request, table_name: str, record_id: int, session: SessionDep, person: CurrentPerson
 ) -> Response:
-    table = await schema.find_table(session, person.organization_id, table_name)
+    table = await _catalog(request).find_table(session, person.organization_id, table_name)
     with schema.dropped_table_is_not_found():
         record = await records.get_record(session, table, record_id)
     values = {c.name: _field_text(c, record.get(c.name)) for c in table.columns}
@@ -161,7 +169,7 @@ async def record_page(
 async def save_record(
     request: Request, table_name: str, record_id: int, session: SessionDep, person: CurrentPerson
 ) -> Response:
-    table = await schema.find_table(session, person.organization_id, table_name)
+    table = await _catalog(request).find_table(session, person.organization_id, table_name)
     form = await fields(request)
     values = {c.name: form.get(c.name, "") for c in table.columns}
     try:

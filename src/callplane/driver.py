@@ -1,0 +1,227 @@
+"""Statements compiled once and executed on the driver connection: the data-access style of the
+hot paths.
+
+Where the line is. Requests that run the same few statements thousands of times a second (a
+custom-data record read, patch, replace or delete, and a list page) use this module: the
+SQLAlchemy Core statement is compiled once per shape (``Prepared``), and each request runs it on
+the driver connection under the request's session — stdlib ``sqlite3`` inline on the event loop
+(``callplane.sqlite_inline``), or an asyncpg prepared statement on PostgreSQL — in the same
+transaction that the unit of work commits or rolls back. Everything else (table management, DDL,
+batch inserts, authentication, the other domains) goes through the ORM session: those statements
+vary in shape, run rarely, and there the session's conveniences cost nothing that shows. The
+profile of a record read showed the session layer (greenlet switches, an execution context, cache
+keys, result objects per statement) costing several times what SQLite spends on the query; here a
+statement costs one driver call plus the type conversions SQLAlchemy would have applied.
+
+Values go through the same bind and result processors SQLAlchemy uses for the column types, so a
+row reads back exactly as it does through the session; driver errors are raised as SQLAlchemy's
+(``IntegrityError`` …) with the driver's exception as ``orig``, as the session would.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+from sqlalchemy import Float, Numeric, exc
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from callplane.sqlite_inline import InlineConnection
+
+_Processor = Callable[[Any], Any] | None
+_DRIVER = "callplane.driver"
+
+#: Called with every statement compiled for the driver path: these statements never pass an
+#: engine's ``before_execute``, so the test suite's tenancy check watches them here.
+compile_observers: list[Callable[[ClauseElement], None]] = []
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One statement compiled for one dialect: its SQL, where each parameter goes, and how the
+    values of its parameters and result columns are converted."""
+
+    sql: str
+    #: parameter names in positional order, each with its bind processor
+    params: tuple[tuple[str, _Processor], ...]
+    #: values of parameters bound in the statement itself (one-off statements)
+    defaults: Mapping[str, Any]
+    #: result column names, each with its result processor
+    columns: tuple[tuple[str, _Processor], ...]
+
+    @classmethod
+    def compile(cls, statement: ClauseElement, dialect: Dialect) -> Prepared:
+        for observe in compile_observers:
+            observe(statement)
+        compiled: Any = statement.compile(dialect=dialect)
+        names: Sequence[str] = compiled.positiontup or ()
+        binds = compiled.binds
+        params = tuple(
+            (name, binds[name].type.dialect_impl(dialect).bind_processor(dialect)) for name in names
+        )
+        defaults = {
+            name: binds[name].effective_value
+            for name in names
+            if not binds[name].required and binds[name].callable is None
+        }
+        columns = tuple(
+            (column.key, _result_processor(column.type, dialect))
+            for column in getattr(statement, "exported_columns", ())
+        )
+        return cls(compiled.string, params, defaults, columns)
+
+    def arguments(self, values: Mapping[str, Any]) -> list[Any]:
+        out = []
+        defaults = self.defaults
+        for name, process in self.params:
+            value = values[name] if name in values else defaults[name]
+            out.append(value if process is None or value is None else process(value))
+        return out
+
+    def record(self, row: Sequence[Any]) -> dict[str, Any]:
+        return {
+            key: value if process is None or value is None else process(value)
+            for (key, process), value in zip(self.columns, row, strict=True)
+        }
+
+
+#: PostgreSQL type oids: SQLAlchemy's asyncpg numeric types pick their result processor by the
+#: column's oid (the session passes the cursor's; here it is the one our types are declared as).
+_PG_FLOAT8, _PG_NUMERIC = 701, 1700
+
+
+def _result_processor(type_: TypeEngine[Any], dialect: Dialect) -> _Processor:
+    impl = type_.dialect_impl(dialect)
+    base = impl.load_dialect_impl(dialect) if isinstance(impl, TypeDecorator) else impl
+    oid = None
+    if dialect.name == "postgresql" and isinstance(base, Numeric):
+        oid = _PG_FLOAT8 if isinstance(base, Float) else _PG_NUMERIC
+    processor: _Processor = impl.result_processor(dialect, oid)
+    return processor
+
+
+class DriverConnection:
+    """The request's driver connection, inside the session's transaction."""
+
+    #: statements run so far (a caller can tell whether an error came from the database)
+    executed = 0
+
+    async def fetchone(
+        self, prepared: Prepared, values: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    async def fetchall(self, prepared: Prepared, values: Mapping[str, Any]) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    async def scalar(self, prepared: Prepared, values: Mapping[str, Any]) -> Any:
+        raise NotImplementedError
+
+
+class _Sqlite(DriverConnection):
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._conn = connection
+
+    def _run(self, prepared: Prepared, values: Mapping[str, Any]) -> sqlite3.Cursor:
+        arguments = prepared.arguments(values)
+        self.executed += 1
+        try:
+            return self._conn.execute(prepared.sql, arguments)
+        except sqlite3.Error as error:
+            raise exc.DBAPIError.instance(prepared.sql, arguments, error, sqlite3.Error) from error
+
+    async def fetchone(
+        self, prepared: Prepared, values: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        row = self._run(prepared, values).fetchone()
+        return None if row is None else prepared.record(row)
+
+    async def fetchall(self, prepared: Prepared, values: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [prepared.record(row) for row in self._run(prepared, values).fetchall()]
+
+    async def scalar(self, prepared: Prepared, values: Mapping[str, Any]) -> Any:
+        row = self._run(prepared, values).fetchone()
+        return None if row is None else row[0]
+
+
+def _postgres_error(prepared: Prepared, arguments: list[Any], error: Exception) -> exc.DBAPIError:
+    state = getattr(error, "sqlstate", None) or ""
+    kind: type[exc.DBAPIError]
+    if isinstance(error, asyncpg.IntegrityConstraintViolationError):
+        kind = exc.IntegrityError
+    elif state.startswith("42"):
+        kind = exc.ProgrammingError
+    elif state.startswith("22"):
+        kind = exc.DataError
+    else:
+        kind = exc.OperationalError
+    return kind(prepared.sql, arguments, error)
+
+
+class _Postgres(DriverConnection):
+    """asyncpg's own statement cache prepares each SQL text once per connection."""
+
+    def __init__(self, connection: asyncpg.Connection) -> None:
+        self._conn = connection
+
+    async def fetchone(
+        self, prepared: Prepared, values: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        arguments = prepared.arguments(values)
+        self.executed += 1
+        try:
+            row = await self._conn.fetchrow(prepared.sql, *arguments)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            raise _postgres_error(prepared, arguments, error) from error
+        return None if row is None else prepared.record(row)
+
+    async def fetchall(self, prepared: Prepared, values: Mapping[str, Any]) -> list[dict[str, Any]]:
+        arguments = prepared.arguments(values)
+        self.executed += 1
+        try:
+            rows = await self._conn.fetch(prepared.sql, *arguments)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            raise _postgres_error(prepared, arguments, error) from error
+        return [prepared.record(row) for row in rows]
+
+    async def scalar(self, prepared: Prepared, values: Mapping[str, Any]) -> Any:
+        arguments = prepared.arguments(values)
+        self.executed += 1
+        try:
+            return await self._conn.fetchval(prepared.sql, *arguments)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            raise _postgres_error(prepared, arguments, error) from error
+
+
+async def driver_connection(session: AsyncSession) -> DriverConnection:
+    """The driver connection of ``session``'s transaction (begun here when it was not yet)."""
+    # Remembered per transaction: after a rollback the session may hold another connection.
+    transaction = session.sync_session.get_transaction()
+    found: tuple[Any, DriverConnection] | None = session.info.get(_DRIVER)
+    if found is not None and transaction is not None and found[0] is transaction:
+        return found[1]
+    connection = await session.connection()
+    raw = await connection.get_raw_connection()
+    driver = raw.driver_connection
+    made: DriverConnection
+    if isinstance(driver, InlineConnection):
+        # SQLite: the session's BEGIN (DEFERRED or IMMEDIATE, callplane.db) already ran.
+        made = _Sqlite(driver.sqlite)
+    elif isinstance(driver, asyncpg.Connection):
+        # SQLAlchemy's asyncpg adapter opens its transaction lazily, before its first
+        # statement; a statement run beside it must open it the same way, or it would run
+        # outside the transaction the unit of work commits (tests/test_unit_of_work.py).
+        adapter: Any = raw.dbapi_connection
+        if not adapter._started:
+            await adapter._start_transaction()
+        made = _Postgres(driver)
+    else:
+        raise TypeError(f"no driver path for {type(driver).__name__}")
+    session.info[_DRIVER] = (session.sync_session.get_transaction(), made)
+    return made
