@@ -39,7 +39,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-SHARED = (ROOT.parent / "shared" / "bench").resolve()
+#: The shared harness (``../shared/bench`` beside the checkout; CALLPLANE_SHARED_BENCH elsewhere,
+#: e.g. from a git worktree).
+SHARED = Path(
+    os.environ.get("CALLPLANE_SHARED_BENCH") or ROOT.parent / "shared" / "bench"
+).resolve()
 HARNESS = SHARED / "harness.py"
 DATASET = Path("/tmp/bench/customers.db")
 RESULTS = ROOT / "bench" / "results" / "custom_data.jsonl"
