@@ -13,6 +13,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from callplane import __version__
 from callplane.contacts.purge import purge_task
+from callplane.custom_data.hot import HotRecords
 from callplane.dashboard import create_dashboard
 from callplane.engine.embedded import embedded_engine
 from callplane.http import errors, openapi
@@ -63,9 +64,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _add_operational_routes(app, runtime)
     errors.install(app)
     openapi.install(app)
-    # Middleware, innermost first: a bug is a 500 in the family shape (http.errors); HEAD,
-    # trailing slashes and CORS (http.conventions); the request id and access log; and, outermost,
-    # the real client address behind a trusted reverse proxy.
+    # Middleware, innermost first: the two hottest custom-data requests, served without FastAPI's
+    # routing (custom_data.hot); a bug is a 500 in the family shape (http.errors); HEAD, trailing
+    # slashes and CORS (http.conventions); the request id and access log; and, outermost, the
+    # real client address behind a trusted reverse proxy.
+    app.add_middleware(HotRecords, runtime=runtime)
     app.add_middleware(CrashBarrier)
     app.add_middleware(HttpConventions)
     add_cors(app, cors_origins(settings.cors_origins))

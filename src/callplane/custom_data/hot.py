@@ -1,0 +1,126 @@
+"""The two hottest custom-data requests, served without FastAPI's routing and dependency solving.
+
+``GET /v1/data/{table}/{id}`` and ``PATCH /v1/data/{table}/{id}`` (without
+``sourceUpdatedAtColumn``) are what clients send thousands of times a second. Profiled, a third
+of such a request went to matching the path against every route of the API and solving four
+dependencies; this ASGI layer recognises exactly these two shapes and runs the same pieces the
+family route runs — body policy (``http.body``), unit of work (``http.unit_of_work``),
+authentication and rate limit (``http.auth``), the catalog and the record statement
+(``custom_data``), errors rendered in the STATUS family (``http.families``) — in the same order.
+
+Why two ways into the same handlers: the FastAPI routes in ``router`` remain the contract (they
+are what OpenAPI documents) and serve every request this layer does not take: any other path or
+method, an id FastAPI would have to parse (leading zeros, signs), an escaped path, a query string
+on PATCH, a body that is not a JSON object. Those go on to the app untouched (a body already read
+is handed on as it was received), so their answers, errors included, are the routes' own.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from sqlalchemy.exc import InterfaceError, OperationalError
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from callplane.custom_data import records
+from callplane.custom_data.catalog import Catalog
+from callplane.custom_data.schema import RESERVED_TABLE_NAMES, TableSchema
+from callplane.errors import CallplaneError, Unavailable
+from callplane.http.auth import authenticate
+from callplane.http.body import PolicedRequest, police_body
+from callplane.http.families import STATUS, render_error
+from callplane.http.responses import json_response
+from callplane.http.unit_of_work import get_session, unit_of_work
+from callplane.runtime import Runtime
+
+log = logging.getLogger("callplane")
+_RECORD_PATH = re.compile(r"/v1/data/([A-Za-z0-9_-]{1,63})/([1-9][0-9]{0,17})")
+
+
+class HotRecords:
+    """ASGI middleware in front of the app (inside the request-id, HEAD and error layers)."""
+
+    def __init__(self, app: ASGIApp, runtime: Runtime) -> None:
+        self.app = app
+        self.runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            method = scope["method"]
+            if method == "GET" or (method == "PATCH" and not scope["query_string"]):
+                match = _RECORD_PATH.fullmatch(scope["path"])
+                raw = scope.get("raw_path")
+                if (
+                    match is not None
+                    and match.group(1) not in RESERVED_TABLE_NAMES
+                    and (not isinstance(raw, bytes) or b"%" not in raw)
+                ):
+                    await self._serve(scope, receive, send, match.group(1), int(match.group(2)))
+                    return
+        await self.app(scope, receive, send)
+
+    async def _serve(
+        self, scope: Scope, receive: Receive, send: Send, name: str, record_id: int
+    ) -> None:
+        request = Request(scope, receive)
+        body: Any = None
+        if scope["method"] == "PATCH":
+            try:
+                policed = await police_body(request)
+            except CallplaneError as exc:
+                await _error(exc)(scope, receive, send)
+                return
+            assert isinstance(policed, PolicedRequest)
+            body = policed.document
+            if not isinstance(body, dict):
+                # Not a JSON object: FastAPI's validation of the route's body answers it.
+                await self.app(scope, _replay(policed.raw_body), send)
+                return
+            request = policed
+        runtime = self.runtime
+        try:
+            async with unit_of_work(request):
+                session = await get_session(request)
+                tenant = await authenticate(request, session, runtime.key_cache, runtime.limiter)
+                catalog: Catalog = runtime.catalog
+
+                async def operation(table: TableSchema) -> dict[str, Any]:
+                    if body is None:
+                        return await records.get_record(session, table, record_id)
+                    return await records.patch_record(session, table, record_id, body)
+
+                found = await catalog.with_table(session, tenant.organization_id, name, operation)
+        except CallplaneError as exc:
+            response = _error(exc)
+        except (OperationalError, InterfaceError) as exc:
+            # As http.errors.database_unavailable answers them for the routes.
+            if "database is locked" in str(exc.orig):
+                response = _error(Unavailable("Database busy, retry shortly"))
+            else:
+                request_id = scope.get("state", {}).get("request_id")
+                log.error("database unavailable", exc_info=exc, extra={"request_id": request_id})
+                response = _error(Unavailable("Database unavailable, retry shortly"))
+        else:
+            response = json_response({"record": found})
+        await response(scope, receive, send)
+
+
+def _error(exc: CallplaneError) -> Any:
+    rendered = render_error(STATUS, exc)
+    return json_response(rendered.body, rendered.status_code, rendered.headers)
+
+
+def _replay(raw: bytes) -> Receive:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    return receive
