@@ -146,11 +146,13 @@ class Catalog:
         organization_id: int,
         name: str,
         operation: Callable[[TableSchema], Awaitable[ResultT]],
+        settled: Callable[[ResultT], bool] | None = None,
     ) -> ResultT:
-        """Run ``operation`` (one record statement of ``records``, which checks the catalog row
-        itself) on the schema last seen under ``name``, without reading the catalog first.
+        """Run ``operation`` (statements of ``records`` or ``query``, which check the catalog row
+        themselves) on the schema last seen under ``name``, without reading the catalog first.
 
-        When the operation finds nothing, refuses the body before running its statement, or
+        When the operation finds nothing (raises NotFound, or returns what ``settled`` says is
+        not settled: an empty list page), refuses the body before running its statement, or
         meets a missing table, the catalog is read: for an unchanged table the answer stands; a
         changed one gets the operation again on its new schema. The operation must be the
         request's first write: on a missing table PostgreSQL aborts the transaction, which is
@@ -163,7 +165,7 @@ class Catalog:
         driver = await driver_connection(session)
         ran = driver.executed
         try:
-            return await operation(cached)
+            result = await operation(cached)
         except InvalidInput as error:
             if driver.executed != ran:
                 raise  # refused by the database: its table exists, so the schema is current
@@ -176,6 +178,12 @@ class Catalog:
             self.forget(organization_id, name)
             await session.rollback()
             return await self.fresh(session, organization_id, name, operation)
+        if settled is None or settled(result):
+            return result
+        current = await self.find_table(session, organization_id, name)
+        if (current.id, current.updated_at) == (cached.id, cached.updated_at):
+            return result
+        return await self._run(current, operation)
 
     async def _recheck(
         self,

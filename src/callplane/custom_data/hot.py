@@ -1,12 +1,13 @@
-"""The two hottest custom-data requests, served without FastAPI's routing and dependency solving.
+"""The hottest custom-data requests, served without FastAPI's routing and dependency solving.
 
-``GET /v1/data/{table}/{id}`` and ``PATCH /v1/data/{table}/{id}`` (without
-``sourceUpdatedAtColumn``) are what clients send thousands of times a second. Profiled, a third
-of such a request went to matching the path against every route of the API and solving four
-dependencies; this ASGI layer recognises exactly these two shapes and runs the same pieces the
-family route runs — body policy (``http.body``), unit of work (``http.unit_of_work``),
-authentication and rate limit (``http.auth``), the catalog and the record statement
-(``custom_data``), errors rendered in the STATUS family (``http.families``) — in the same order.
+``GET /v1/data/{table}`` (a list page), ``GET /v1/data/{table}/{id}`` and
+``PATCH /v1/data/{table}/{id}`` (without ``sourceUpdatedAtColumn``) are what clients send
+thousands of times a second. Profiled, a third of such a request went to matching the path
+against every route of the API and solving four dependencies; this ASGI layer recognises exactly
+these shapes and runs the same pieces the family route runs — body policy (``http.body``), unit
+of work (``http.unit_of_work``), authentication and rate limit (``http.auth``), the catalog and
+the statements (``custom_data``), errors rendered in the STATUS family (``http.families``) — in
+the same order.
 
 Why two ways into the same handlers: the FastAPI routes in ``router`` remain the contract (they
 are what OpenAPI documents) and serve every request this layer does not take: any other path or
@@ -25,7 +26,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from callplane.custom_data import records
+from callplane.custom_data import query, records
 from callplane.custom_data.catalog import Catalog
 from callplane.custom_data.schema import RESERVED_TABLE_NAMES, TableSchema
 from callplane.errors import CallplaneError, Unavailable
@@ -37,7 +38,8 @@ from callplane.http.unit_of_work import get_session, unit_of_work
 from callplane.runtime import Runtime
 
 log = logging.getLogger("callplane")
-_RECORD_PATH = re.compile(r"/v1/data/([A-Za-z0-9_-]{1,63})/([1-9][0-9]{0,17})")
+#: /v1/data/{table} (group 1) or /v1/data/{table}/{id} (groups 1, 2)
+_DATA_PATH = re.compile(r"/v1/data/([A-Za-z0-9_-]{1,63})(?:/([1-9][0-9]{0,17}))?")
 
 
 class HotRecords:
@@ -51,15 +53,20 @@ class HotRecords:
         if scope["type"] == "http":
             method = scope["method"]
             if method == "GET" or (method == "PATCH" and not scope["query_string"]):
-                match = _RECORD_PATH.fullmatch(scope["path"])
+                match = _DATA_PATH.fullmatch(scope["path"])
                 raw = scope.get("raw_path")
                 if (
                     match is not None
                     and match.group(1) not in RESERVED_TABLE_NAMES
                     and (not isinstance(raw, bytes) or b"%" not in raw)
                 ):
-                    await self._serve(scope, receive, send, match.group(1), int(match.group(2)))
-                    return
+                    name, record_id = match.group(1), match.group(2)
+                    if record_id is not None:
+                        await self._serve(scope, receive, send, name, int(record_id))
+                        return
+                    if method == "GET":
+                        await self._list(scope, receive, send, name)
+                        return
         await self.app(scope, receive, send)
 
     async def _serve(
@@ -96,16 +103,46 @@ class HotRecords:
         except CallplaneError as exc:
             response = _error(exc)
         except (OperationalError, InterfaceError) as exc:
-            # As http.errors.database_unavailable answers them for the routes.
-            if "database is locked" in str(exc.orig):
-                response = _error(Unavailable("Database busy, retry shortly"))
-            else:
-                request_id = scope.get("state", {}).get("request_id")
-                log.error("database unavailable", exc_info=exc, extra={"request_id": request_id})
-                response = _error(Unavailable("Database unavailable, retry shortly"))
+            response = _unavailable(scope, exc)
         else:
             response = json_response({"record": found})
         await response(scope, receive, send)
+
+    async def _list(self, scope: Scope, receive: Receive, send: Send, name: str) -> None:
+        request = Request(scope, receive)
+        runtime = self.runtime
+        try:
+            async with unit_of_work(request):
+                session = await get_session(request)
+                tenant = await authenticate(request, session, runtime.key_cache, runtime.limiter)
+                params = request.query_params.multi_items()
+
+                async def operation(table: TableSchema) -> dict[str, Any]:
+                    return await query.list_records(session, table, params)
+
+                page = await runtime.catalog.with_table(
+                    session, tenant.organization_id, name, operation, _has_records
+                )
+        except CallplaneError as exc:
+            response = _error(exc)
+        except (OperationalError, InterfaceError) as exc:
+            response = _unavailable(scope, exc)
+        else:
+            response = json_response(page)
+        await response(scope, receive, send)
+
+
+def _has_records(page: dict[str, Any]) -> bool:
+    return bool(page["total_count"])
+
+
+def _unavailable(scope: Scope, exc: OperationalError | InterfaceError) -> Any:
+    """As http.errors.database_unavailable answers for the routes."""
+    if "database is locked" in str(exc.orig):
+        return _error(Unavailable("Database busy, retry shortly"))
+    request_id = scope.get("state", {}).get("request_id")
+    log.error("database unavailable", exc_info=exc, extra={"request_id": request_id})
+    return _error(Unavailable("Database unavailable, retry shortly"))
 
 
 def _error(exc: CallplaneError) -> Any:

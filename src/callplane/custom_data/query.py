@@ -17,9 +17,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.custom_data.records import record
+from callplane.custom_data.records import current_catalog
 from callplane.custom_data.schema import TableSchema
 from callplane.custom_data.types import ColumnType
+from callplane.driver import Prepared, driver_connection
 from callplane.errors import InvalidInput
 from callplane.http.pagination import offset
 from callplane.tenancy import owned_by
@@ -102,31 +103,36 @@ async def run_list(
     params: dict[str, Any],
     shape: Any = None,
 ) -> dict[str, Any]:
-    """Count and page. ``shape`` (hashable, or None when the conditions are one-off) names the
-    statements' structure, so the same list request reuses built statements."""
+    """Count and page, two statements on the driver connection (``callplane.driver``), each
+    checking the table's catalog row like the record statements. ``shape`` (hashable, or None
+    when the conditions are one-off) names the statements' structure, so the same list request
+    reuses statements compiled once."""
     t = schema.table
-    dialect = session.get_bind().dialect.name
-    where = [owned_by(t, bindparam("org")), *conditions]
+    dialect = session.get_bind().dialect
+    where = [owned_by(t, bindparam("org")), current_catalog(schema), *conditions]
     params = {**params, "org": schema.organization_id}
 
-    def counting() -> Any:
-        return select(func.count()).select_from(t).where(*where)
+    def counting() -> Prepared:
+        return Prepared.compile(select(func.count()).select_from(t).where(*where), dialect)
 
-    def paging_query() -> Any:
-        query = select(*schema.selectable).where(*where).order_by(*_order(schema, p, dialect))
-        return query.limit(bindparam("limit")).offset(bindparam("offset"))
+    def paging_query() -> Prepared:
+        query = select(*schema.selectable).where(*where).order_by(*_order(schema, p, dialect.name))
+        return Prepared.compile(
+            query.limit(bindparam("limit")).offset(bindparam("offset")), dialect
+        )
 
     if shape is None:
         count_query, page_query = counting(), paging_query()
     else:
         count_query = schema.statement(("count", shape), counting)
         page_query = schema.statement(("page", shape, p.sort_by, p.ascending), paging_query)
-    total = int(await session.scalar(count_query, params) or 0)
+    driver = await driver_connection(session)
+    total = int(await driver.scalar(count_query, params) or 0)
     rows: list[dict[str, Any]] = []
     start = offset(p.page, p.per_page)
     if total and start < total:
         page_params = {**params, "limit": p.per_page, "offset": start}
-        rows = [record(r) for r in await session.execute(page_query, page_params)]
+        rows = await driver.fetchall(page_query, page_params)
     return {"records": rows, "total_count": total, "page": p.page, "per_page": p.per_page}
 
 
@@ -158,15 +164,14 @@ async def list_records(
         kind = schema.kinds[name]
         converted = list(dict.fromkeys(kind.parse_text(name, text) for text in texts))
         column = schema.table.c[name]
-        many = len(converted) > 1
-        parameter = f"f{position}"
-        if many:
-            conditions.append(column.in_(bindparam(parameter, expanding=True)))
-            values[parameter] = converted
+        # One parameter per value (a statement compiled once per count of values).
+        names = [f"f{position}_{i}" for i in range(len(converted))]
+        values.update(zip(names, converted, strict=True))
+        if len(names) > 1:
+            conditions.append(column.in_([bindparam(n, type_=column.type) for n in names]))
         else:
-            conditions.append(column == bindparam(parameter))
-            values[parameter] = converted[0]
-        shape.append((name, many))
+            conditions.append(column == bindparam(names[0]))
+        shape.append((name, len(names)))
     return await run_list(session, schema, p, conditions, values, tuple(shape))
 
 
@@ -214,7 +219,8 @@ def _operator_condition(
                 f"{where}.value: in takes a list of 1 to {MAX_FILTER_VALUES} values",
                 loc=("body", "filters", position),
             )
-        return column.in_(list(dict.fromkeys(convert(v) for v in value)))
+        distinct = dict.fromkeys(convert(v) for v in value)
+        return column.in_([bindparam(None, v, type_=column.type) for v in distinct])
     converted = convert(value)
     if op == "contains":
         # A plain substring test, case-sensitive on both backends (LIKE is not: it folds case

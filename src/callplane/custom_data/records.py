@@ -7,7 +7,7 @@ here and ignored in bodies, as are names that are not declared columns.
 Reading, replacing, patching and deleting one record are the hot paths: each is one statement,
 compiled once per table and shape and run on the driver connection (``callplane.driver``). Each
 also checks, in the same statement, that the table's catalog row is still the one the schema was
-built from (``_current``), so it may be given a schema taken from the per-process catalog
+built from (``current_catalog``), so it may be given a schema taken from the per-process catalog
 without reading the catalog first (``catalog.Catalog.with_table``). Batch inserts, the
 reference checks and deleting every record stay on the session: they vary in shape and are not
 where requests spend their time.
@@ -173,7 +173,7 @@ def _check_id(record_id: int) -> None:
 _catalog = CustomTable.__table__
 
 
-def _current(schema: TableSchema) -> ColumnElement[bool]:
+def current_catalog(schema: TableSchema) -> ColumnElement[bool]:
     """The table's catalog row is still the version its schema was built from."""
     return exists().where(
         owned_by(_catalog, bindparam("org")),
@@ -185,7 +185,7 @@ def _current(schema: TableSchema) -> ColumnElement[bool]:
 
 def _by_id(schema: TableSchema) -> list[Any]:
     t = schema.table
-    return [t.c.id == bindparam("rid"), owned_by(t, bindparam("org")), _current(schema)]
+    return [t.c.id == bindparam("rid"), owned_by(t, bindparam("org")), current_catalog(schema)]
 
 
 def _prepared(session: AsyncSession, schema: TableSchema, key: Any, build: Any) -> Prepared:
