@@ -28,11 +28,11 @@ from typing import Any
 import asyncpg
 from sqlalchemy import Float, Numeric, exc
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from callplane.sqlite_inline import InlineConnection
+from callplane.sqlite_inline import InlineConnection, begin_immediate
 
 _Processor = Callable[[Any], Any] | None
 _DRIVER = "callplane.driver"
@@ -107,10 +107,14 @@ def _result_processor(type_: TypeEngine[Any], dialect: Dialect) -> _Processor:
 
 
 class DriverConnection:
-    """The request's driver connection, inside the session's transaction."""
+    """A driver connection inside a transaction: the session's (``driver_connection``), or one
+    of its own (``SqlitePool``)."""
 
     #: statements run so far (a caller can tell whether an error came from the database)
     executed = 0
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
 
     async def fetchone(
         self, prepared: Prepared, values: Mapping[str, Any]
@@ -125,7 +129,8 @@ class DriverConnection:
 
 
 class _Sqlite(DriverConnection):
-    def __init__(self, connection: sqlite3.Connection) -> None:
+    def __init__(self, connection: sqlite3.Connection, dialect: Dialect) -> None:
+        super().__init__(dialect)
         self._conn = connection
 
     def _run(self, prepared: Prepared, values: Mapping[str, Any]) -> sqlite3.Cursor:
@@ -167,7 +172,8 @@ def _postgres_error(prepared: Prepared, arguments: list[Any], error: Exception) 
 class _Postgres(DriverConnection):
     """asyncpg's own statement cache prepares each SQL text once per connection."""
 
-    def __init__(self, connection: asyncpg.Connection) -> None:
+    def __init__(self, connection: asyncpg.Connection, dialect: Dialect) -> None:
+        super().__init__(dialect)
         self._conn = connection
 
     async def fetchone(
@@ -212,7 +218,7 @@ async def driver_connection(session: AsyncSession) -> DriverConnection:
     made: DriverConnection
     if isinstance(driver, InlineConnection):
         # SQLite: the session's BEGIN (DEFERRED or IMMEDIATE, callplane.db) already ran.
-        made = _Sqlite(driver.sqlite)
+        made = _Sqlite(driver.sqlite, connection.dialect)
     elif isinstance(driver, asyncpg.Connection):
         # SQLAlchemy's asyncpg adapter opens its transaction lazily, before its first
         # statement; a statement run beside it must open it the same way, or it would run
@@ -220,8 +226,72 @@ async def driver_connection(session: AsyncSession) -> DriverConnection:
         adapter: Any = raw.dbapi_connection
         if not adapter._started:
             await adapter._start_transaction()
-        made = _Postgres(driver)
+        made = _Postgres(driver, connection.dialect)
     else:
         raise TypeError(f"no driver path for {type(driver).__name__}")
     session.info[_DRIVER] = (session.sync_session.get_transaction(), made)
     return made
+
+
+class SqlitePool:
+    """Transactions of their own, for requests that never open a session (``custom_data.hot``
+    when the API key and the table are already known): sqlite3 connections tuned as
+    ``callplane.db`` tunes the session's, run inline, begun DEFERRED to read and IMMEDIATE to
+    write (waiting for the write lock without holding the loop). A request uses either such a
+    transaction or the session's, never both."""
+
+    def __init__(self, path: str, dialect: Dialect, busy_timeout_ms: int, size: int = 10) -> None:
+        self._path = path
+        self._dialect = dialect
+        self._busy_timeout_ms = busy_timeout_ms
+        self._size = size
+        self._idle: list[sqlite3.Connection] = []
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+
+    async def begin(self, *, write: bool) -> DriverConnection:
+        conn = self._idle.pop() if self._idle else self._open()
+        try:
+            if write:
+                await begin_immediate(conn, self._busy_timeout_ms)
+            else:
+                conn.execute("BEGIN")
+        except sqlite3.Error as error:
+            conn.close()
+            raise exc.DBAPIError.instance("BEGIN", [], error, sqlite3.Error) from error
+        return _Sqlite(conn, self._dialect)
+
+    def end(self, connection: DriverConnection, *, commit: bool) -> None:
+        assert isinstance(connection, _Sqlite)
+        conn = connection._conn
+        try:
+            if commit:
+                conn.commit()
+            else:
+                conn.rollback()
+        except sqlite3.Error as error:
+            conn.close()
+            raise exc.DBAPIError.instance("COMMIT", [], error, sqlite3.Error) from error
+        if len(self._idle) < self._size:
+            self._idle.append(conn)
+        else:
+            conn.close()
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.pop().close()
+
+
+def pool_for(engine: AsyncEngine, busy_timeout_ms: int) -> SqlitePool | None:
+    """The pool of own transactions for an engine's database (SQLite only for now: on
+    PostgreSQL such requests use the session's connection)."""
+    url = engine.url
+    if url.get_backend_name() != "sqlite" or not url.database:
+        return None
+    return SqlitePool(url.database, engine.dialect, busy_timeout_ms)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from callplane.custom_data.catalog import Catalog
-from callplane.db import Database
+from callplane.db import SQLITE_BUSY_TIMEOUT_MS, Database
+from callplane.driver import SqlitePool, pool_for
 from callplane.http.auth import KeyCache
 from callplane.ratelimit import RateLimiter
 from callplane.recordings.signing import RecordingSigner
@@ -24,9 +25,12 @@ class Runtime:
     key_cache: KeyCache = field(default_factory=KeyCache)
     #: Custom data table schemas this process has seen (``custom_data.catalog``).
     catalog: Catalog = field(init=False)
+    #: Transactions without a session for the hot custom-data requests (None: use the session).
+    own_transactions: SqlitePool | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.catalog = Catalog(self.db.backend)
+        self.own_transactions = pool_for(self.db.serving_engine, SQLITE_BUSY_TIMEOUT_MS)
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -40,4 +44,6 @@ class Runtime:
         )
 
     async def close(self) -> None:
+        if self.own_transactions is not None:
+            self.own_transactions.close()
         await self.db.dispose()

@@ -123,21 +123,32 @@ class InlineConnection:
         self._conn.create_function(*args, **kwargs)
 
     async def _begin_immediate(self, cursor: sqlite3.Cursor, sql: str) -> None:
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
-        pause = _FIRST_PAUSE
-        self._conn.execute("PRAGMA busy_timeout=0")
-        try:
-            while True:
-                try:
-                    cursor.execute(sql)
-                    return
-                except sqlite3.OperationalError as error:
-                    if not _is_locked(error) or time.monotonic() >= deadline:
-                        raise
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, _LONGEST_PAUSE)
-        finally:
-            self._conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+        await begin_immediate(self._conn, self._busy_timeout_ms, sql, cursor)
+
+
+async def begin_immediate(
+    conn: sqlite3.Connection,
+    busy_timeout_ms: int,
+    sql: str = "BEGIN IMMEDIATE",
+    cursor: sqlite3.Cursor | None = None,
+) -> None:
+    """Begin a write transaction, waiting for another writer's lock without holding the loop."""
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    pause = _FIRST_PAUSE
+    run = cursor if cursor is not None else conn
+    conn.execute("PRAGMA busy_timeout=0")
+    try:
+        while True:
+            try:
+                run.execute(sql)
+                return
+            except sqlite3.OperationalError as error:
+                if not _is_locked(error) or time.monotonic() >= deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _LONGEST_PAUSE)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
 
 
 def inline_connector(path: str, busy_timeout_ms: int) -> Callable[[], Any]:

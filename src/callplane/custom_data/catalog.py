@@ -132,6 +132,13 @@ class Catalog:
         query = select_owned(_catalog, organization_id).order_by(_catalog.c.name, _catalog.c.id)
         return [self.from_row(row) for row in await session.execute(query)]
 
+    def remembered(self, organization_id: int, name: str) -> TableSchema | None:
+        """The schema last seen under ``name``, for statements that check the catalog row
+        themselves; None when unknown, or when the table has references (those are checked
+        with the session before the record statement)."""
+        schema = self._names.get((organization_id, name))
+        return None if schema is None or schema.has_references else schema
+
     def forget(self, organization_id: int, name: str) -> None:
         self._names.pop((organization_id, name), None)
 
@@ -159,8 +166,8 @@ class Catalog:
         rolled back (losing only reads) before the retry. Tables with references always read
         the catalog first: their reference check runs before the record statement.
         """
-        cached = self._names.get((organization_id, name))
-        if cached is None or cached.has_references:
+        cached = self.remembered(organization_id, name)
+        if cached is None:
             return await self.fresh(session, organization_id, name, operation)
         driver = await driver_connection(session)
         ran = driver.executed

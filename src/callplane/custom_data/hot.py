@@ -20,21 +20,23 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.custom_data import query, records
-from callplane.custom_data.catalog import Catalog
+from callplane.custom_data.records import Db
 from callplane.custom_data.schema import RESERVED_TABLE_NAMES, TableSchema
-from callplane.errors import CallplaneError, Unavailable
+from callplane.errors import CallplaneError, InvalidInput, NotFound, Unavailable
 from callplane.http.auth import authenticate
 from callplane.http.body import PolicedRequest, police_body
 from callplane.http.families import STATUS, render_error
 from callplane.http.responses import json_response
-from callplane.http.unit_of_work import get_session, unit_of_work
+from callplane.http.unit_of_work import get_session, has_session, unit_of_work
 from callplane.runtime import Runtime
 
 log = logging.getLogger("callplane")
@@ -87,19 +89,16 @@ class HotRecords:
                 await self.app(scope, _replay(policed.raw_body), send)
                 return
             request = policed
-        runtime = self.runtime
+        write = body is not None
+
+        async def operation(db: Db, table: TableSchema) -> dict[str, Any]:
+            if body is None:
+                return await records.get_record(db, table, record_id)
+            return await records.patch_record(db, table, record_id, body)
+
         try:
             async with unit_of_work(request):
-                session = await get_session(request)
-                tenant = await authenticate(request, session, runtime.key_cache, runtime.limiter)
-                catalog: Catalog = runtime.catalog
-
-                async def operation(table: TableSchema) -> dict[str, Any]:
-                    if body is None:
-                        return await records.get_record(session, table, record_id)
-                    return await records.patch_record(session, table, record_id, body)
-
-                found = await catalog.with_table(session, tenant.organization_id, name, operation)
+                found = await self._run(request, name, operation, write=write)
         except CallplaneError as exc:
             response = _error(exc)
         except (OperationalError, InterfaceError) as exc:
@@ -110,19 +109,14 @@ class HotRecords:
 
     async def _list(self, scope: Scope, receive: Receive, send: Send, name: str) -> None:
         request = Request(scope, receive)
-        runtime = self.runtime
+        params = request.query_params.multi_items()
+
+        async def operation(db: Db, table: TableSchema) -> dict[str, Any]:
+            return await query.list_records(db, table, params)
+
         try:
             async with unit_of_work(request):
-                session = await get_session(request)
-                tenant = await authenticate(request, session, runtime.key_cache, runtime.limiter)
-                params = request.query_params.multi_items()
-
-                async def operation(table: TableSchema) -> dict[str, Any]:
-                    return await query.list_records(session, table, params)
-
-                page = await runtime.catalog.with_table(
-                    session, tenant.organization_id, name, operation, _has_records
-                )
+                page = await self._run(request, name, operation, settled=_has_records)
         except CallplaneError as exc:
             response = _error(exc)
         except (OperationalError, InterfaceError) as exc:
@@ -130,6 +124,48 @@ class HotRecords:
         else:
             response = json_response(page)
         await response(scope, receive, send)
+
+    async def _run(
+        self,
+        request: Request,
+        name: str,
+        operation: Callable[[Db, TableSchema], Awaitable[dict[str, Any]]],
+        *,
+        write: bool = False,
+        settled: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> dict[str, Any]:
+        """Authenticate, then run ``operation``: in a transaction of its own when the key and the
+        table were known already (no session, nothing read but the one statement), else on the
+        session with the catalog (``Catalog.with_table``). Anything short of a plain answer in
+        the first case (not found, refused, a changed table) is rolled back and asked again the
+        second way, which sorts it out."""
+        runtime = self.runtime
+        tenant = await authenticate(
+            request, partial(get_session, request), runtime.key_cache, runtime.limiter
+        )
+        organization_id = tenant.organization_id
+        pool = runtime.own_transactions
+        table = runtime.catalog.remembered(organization_id, name)
+        if pool is not None and table is not None and not has_session(request):
+            own = await pool.begin(write=write)
+            try:
+                result = await operation(own, table)
+            except (NotFound, InvalidInput, DBAPIError):
+                pool.end(own, commit=False)
+            except BaseException:
+                pool.end(own, commit=False)
+                raise
+            else:
+                if settled is None or settled(result):
+                    pool.end(own, commit=True)
+                    return result
+                pool.end(own, commit=False)
+        session = await get_session(request)
+
+        async def on_session(schema: TableSchema) -> dict[str, Any]:
+            return await operation(session, schema)
+
+        return await runtime.catalog.with_table(session, organization_id, name, on_session, settled)
 
 
 def _has_records(page: dict[str, Any]) -> bool:

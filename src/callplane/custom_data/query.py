@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.custom_data.records import current_catalog
+from callplane.custom_data.records import Db, current_catalog, dialect_of, driver_of
 from callplane.custom_data.schema import TableSchema
 from callplane.custom_data.types import ColumnType
-from callplane.driver import Prepared, driver_connection
+from callplane.driver import Prepared
 from callplane.errors import InvalidInput
 from callplane.http.pagination import offset
 from callplane.tenancy import owned_by
@@ -96,7 +96,7 @@ def _order(schema: TableSchema, p: Paging, dialect: str) -> list[Any]:
 
 
 async def run_list(
-    session: AsyncSession,
+    db: Db,
     schema: TableSchema,
     p: Paging,
     conditions: list[Any],
@@ -108,7 +108,7 @@ async def run_list(
     when the conditions are one-off) names the statements' structure, so the same list request
     reuses statements compiled once."""
     t = schema.table
-    dialect = session.get_bind().dialect
+    dialect = dialect_of(db)
     where = [owned_by(t, bindparam("org")), current_catalog(schema), *conditions]
     params = {**params, "org": schema.organization_id}
 
@@ -126,7 +126,7 @@ async def run_list(
     else:
         count_query = schema.statement(("count", shape), counting)
         page_query = schema.statement(("page", shape, p.sort_by, p.ascending), paging_query)
-    driver = await driver_connection(session)
+    driver = await driver_of(db)
     total = int(await driver.scalar(count_query, params) or 0)
     rows: list[dict[str, Any]] = []
     start = offset(p.page, p.per_page)
@@ -137,7 +137,7 @@ async def run_list(
 
 
 async def list_records(
-    session: AsyncSession, schema: TableSchema, params: list[tuple[str, str]]
+    db: Db, schema: TableSchema, params: list[tuple[str, str]]
 ) -> dict[str, Any]:
     """GET /data/{table}: every parameter naming a column is an exact-match filter (typed; a
     repeated one matches any of its values); parameters naming no column are ignored."""
@@ -172,7 +172,7 @@ async def list_records(
         else:
             conditions.append(column == bindparam(names[0]))
         shape.append((name, len(names)))
-    return await run_list(session, schema, p, conditions, values, tuple(shape))
+    return await run_list(db, schema, p, conditions, values, tuple(shape))
 
 
 def _operator_condition(

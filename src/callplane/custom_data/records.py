@@ -32,6 +32,7 @@ from sqlalchemy import (
     table,
     update,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
@@ -39,7 +40,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from callplane.custom_data.schema import TableSchema, physical_name
 from callplane.custom_data.types import INT64_MAX, TimestampType
 from callplane.db import sync_id_sequence
-from callplane.driver import Prepared, driver_connection
+from callplane.driver import DriverConnection, Prepared, driver_connection
 from callplane.errors import CallplaneError, Conflict, InvalidInput, NotFound
 from callplane.models.base import utcnow
 from callplane.models.custom_data import CustomTable
@@ -188,42 +189,60 @@ def _by_id(schema: TableSchema) -> list[Any]:
     return [t.c.id == bindparam("rid"), owned_by(t, bindparam("org")), current_catalog(schema)]
 
 
-def _prepared(session: AsyncSession, schema: TableSchema, key: Any, build: Any) -> Prepared:
-    prepared: Prepared = schema.statement(
-        key, lambda: Prepared.compile(build(), session.get_bind().dialect)
-    )
+#: Where a record statement runs: the request's session (on its driver connection), or a
+#: transaction of its own (``custom_data.hot``, for tables without references).
+Db = AsyncSession | DriverConnection
+
+
+async def driver_of(db: Db) -> DriverConnection:
+    return db if isinstance(db, DriverConnection) else await driver_connection(db)
+
+
+def dialect_of(db: Db) -> Dialect:
+    return db.dialect if isinstance(db, DriverConnection) else db.get_bind().dialect
+
+
+def _prepared(db: Db, schema: TableSchema, key: Any, build: Any) -> Prepared:
+    prepared: Prepared = schema.statement(key, lambda: Prepared.compile(build(), dialect_of(db)))
     return prepared
 
 
+async def _references(db: Db, schema: TableSchema, values: dict[str, Any]) -> None:
+    if schema.has_references:
+        # Tables with references are only ever given with the request's session.
+        assert isinstance(db, AsyncSession)
+        await check_references(db, schema, [values])
+
+
 async def _run(
-    session: AsyncSession, prepared: Prepared, params: dict[str, Any], deleting: bool = False
+    db: Db, prepared: Prepared, params: dict[str, Any], deleting: bool = False
 ) -> dict[str, Any] | None:
-    driver = await driver_connection(session)
+    driver = await driver_of(db)
     try:
         return await driver.fetchone(prepared, params)
     except IntegrityError as exc:
         raise integrity_error(exc, deleting=deleting) from None
 
 
-async def get_record(session: AsyncSession, schema: TableSchema, record_id: int) -> dict[str, Any]:
+async def get_record(db: Db, schema: TableSchema, record_id: int) -> dict[str, Any]:
     _check_id(record_id)
     prepared = _prepared(
-        session, schema, "get", lambda: select(*schema.selectable).where(*_by_id(schema))
+        db, schema, "get", lambda: select(*schema.selectable).where(*_by_id(schema))
     )
-    row = await _run(session, prepared, {"rid": record_id, "org": schema.organization_id})
+    row = await _run(db, prepared, {"rid": record_id, "org": schema.organization_id})
     if row is None:
         raise NotFound("Record not found")
     return row
 
 
 async def replace_record(
-    session: AsyncSession, schema: TableSchema, record_id: int, body: Mapping[str, Any]
+    db: Db, schema: TableSchema, record_id: int, body: Mapping[str, Any]
 ) -> dict[str, Any]:
     """PUT: every declared column is replaced; omitted ones become null."""
     _check_id(record_id)
     values = clean_values(schema, body, partial=False)
-    await check_references(session, schema, [values])
-    return await _update(session, schema, record_id, values, None, {})
+    await _references(db, schema, values)
+    return await _update(db, schema, record_id, values, None, {})
 
 
 def check_source_column(schema: TableSchema, name: str, values: Mapping[str, Any]) -> datetime:
@@ -248,7 +267,7 @@ def check_source_column(schema: TableSchema, name: str, values: Mapping[str, Any
 
 
 async def patch_record(
-    session: AsyncSession,
+    db: Db,
     schema: TableSchema,
     record_id: int,
     body: Mapping[str, Any],
@@ -262,13 +281,13 @@ async def patch_record(
         params["supplied"] = check_source_column(schema, source_column, values)
     _check_id(record_id)
     if not values:
-        return await get_record(session, schema, record_id)
-    await check_references(session, schema, [values])
-    return await _update(session, schema, record_id, values, source_column, params)
+        return await get_record(db, schema, record_id)
+    await _references(db, schema, values)
+    return await _update(db, schema, record_id, values, source_column, params)
 
 
 async def _update(
-    session: AsyncSession,
+    db: Db,
     schema: TableSchema,
     record_id: int,
     values: dict[str, Any],
@@ -290,32 +309,32 @@ async def _update(
         new_values: dict[Any, Any] = {t.c[name]: bindparam(f"v_{name}") for name in names}
         return update(t).where(*conditions).values(new_values).returning(*schema.selectable)
 
-    prepared = _prepared(session, schema, ("update", names, source_column), build)
-    row = await _run(session, prepared, params)
+    prepared = _prepared(db, schema, ("update", names, source_column), build)
+    row = await _run(db, prepared, params)
     if row is not None:
         return row
     if source_column is not None:
         probe = _prepared(
-            session, schema, "exists", lambda: select(schema.table.c.id).where(*_by_id(schema))
+            db, schema, "exists", lambda: select(schema.table.c.id).where(*_by_id(schema))
         )
-        if await _run(session, probe, {"rid": record_id, "org": schema.organization_id}):
+        if await _run(db, probe, {"rid": record_id, "org": schema.organization_id}):
             raise Conflict(
                 f"{source_column}: the stored timestamp is equal or newer; nothing changed"
             )
     raise NotFound("Record not found")
 
 
-async def delete_record(session: AsyncSession, schema: TableSchema, record_id: int) -> None:
+async def delete_record(db: Db, schema: TableSchema, record_id: int) -> None:
     _check_id(record_id)
     t = schema.table
     prepared = _prepared(
-        session,
+        db,
         schema,
         "delete",
         lambda: delete(t).where(*_by_id(schema)).returning(t.c.id),
     )
     params = {"rid": record_id, "org": schema.organization_id}
-    if await _run(session, prepared, params, deleting=True) is None:
+    if await _run(db, prepared, params, deleting=True) is None:
         raise NotFound("Record not found")
 
 

@@ -9,7 +9,7 @@ work at once.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
@@ -54,7 +54,10 @@ def _bearer_token(request: Request) -> str | None:
 
 
 async def authenticate(
-    request: Request, session: AsyncSession, cache: KeyCache, limiter: RateLimiter
+    request: Request,
+    open_session: Callable[[], Awaitable[AsyncSession]],
+    cache: KeyCache,
+    limiter: RateLimiter,
 ) -> Tenant:
     """The caller's tenant; 401 for a missing or unknown key, 429 once its address has failed
     too often.
@@ -72,7 +75,8 @@ async def authenticate(
     if token is not None:
         tenant = cache.get(token)
         if tenant is None:
-            tenant = await find_tenant(session, token)
+            # The session is opened only here: a cached key costs no session at all.
+            tenant = await find_tenant(await open_session(), token)
             if tenant is not None:
                 cache.put(token, tenant)
     if tenant is None:

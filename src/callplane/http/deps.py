@@ -8,6 +8,7 @@ never commit.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import Depends
@@ -40,10 +41,12 @@ SessionDep = Annotated[AsyncSession, Depends(get_session)]
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-async def current_tenant(request: Request, session: SessionDep) -> Tenant:
+async def current_tenant(request: Request) -> Tenant:
     """The calling organization. The bearer scheme is documented in OpenAPI by ``http.openapi``."""
     runtime: Runtime = request.app.state.runtime
-    return await authenticate(request, session, runtime.key_cache, runtime.limiter)
+    return await authenticate(
+        request, partial(get_session, request), runtime.key_cache, runtime.limiter
+    )
 
 
 CurrentTenant = Annotated[Tenant, Depends(current_tenant)]

@@ -37,6 +37,12 @@ async def get_session(request: Request) -> AsyncSession:
     return session
 
 
+def has_session(request: Request) -> bool:
+    """Whether the request's session is open (a request may instead use a transaction of its
+    own, ``callplane.driver.SqlitePool``, but never both)."""
+    return request.scope.get(_SESSION) is not None
+
+
 async def end_unit_of_work(request: Request, *, commit: bool) -> None:
     """Commit (the handler succeeded) or roll back (it raised), then release the connection."""
     session: AsyncSession | None = request.scope.pop(_SESSION, None)
