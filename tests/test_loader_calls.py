@@ -354,3 +354,44 @@ async def test_the_first_bad_item_is_named(app, calls, message):
         await load(app, org, {**document, "calls": calls})
     assert error.value.message.startswith(message)
     assert (await _stored(app, org.id))["calls"] == []
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of two items, the event loop turned after each: the chunk logic on tiny input."""
+    from callplane.calls import fixtures
+
+    monkeypatch.setattr(fixtures, "CHUNK", 2)
+    monkeypatch.setattr(fixtures, "_TURN", 1)
+
+
+async def test_calls_across_chunks_keep_document_order(app, small_chunks):
+    org = await make_org(app)
+    calls = [
+        {"created_at": f"2025-01-0{n + 1}T00:00:00Z", "params": {"n": n}, "tags": [TAG_A]}
+        for n in range(5)
+    ]
+    document = {key: DOCUMENT[key] for key in ("agents", "voices", "call_tags")}
+    created = await load(app, org, {**document, "calls": calls})
+    stored = await _stored(app, org.id)
+    by_id = {row["id"]: row for row in stored["calls"]}
+    assert [by_id[i]["params"] for i in created["calls"]] == [{"n": n} for n in range(5)]
+    assert len(stored["attributes"]) == 5 and len(stored["links"]) == 5
+
+
+@pytest.mark.parametrize(
+    "calls, message",
+    [
+        ([{"id": FULL}, {}, {"id": FULL}, {"agent_id": VOICE}], "calls: conflicts with"),
+        ([{"id": FULL}, {}, {"agent_id": VOICE}, {}, {"id": FULL}], "calls[2].agent_id"),
+        ([{"agent_id": VOICE}, {}, {}, {"status": "x"}], "calls[3].status"),
+        ([{"id": FULL}, {}, {"id": FULL}, {}, {"status": "x"}], "calls[4].status"),
+    ],
+    ids=["conflict-before-reference", "reference-before-conflict", "invalid-last", "invalid-late"],
+)
+async def test_the_first_bad_item_is_named_across_chunks(app, small_chunks, calls, message):
+    org = await make_org(app)
+    with pytest.raises(LoadError) as error:
+        await load(app, org, {"calls": calls})
+    assert error.value.message.startswith(message)
+    assert (await _stored(app, org.id))["calls"] == []

@@ -90,6 +90,55 @@ def check_value(value: Any, loc: tuple[str | int, ...] = ()) -> Any:
     return _check(value, loc, 0)
 
 
+def is_plain(value: Any) -> bool:
+    """True when ``check_value(value)`` would return an equal value: it breaks no rule and holds
+    no ``-0.0``. A quick screen for large documents (a fixture of 300,000 calls): it rebuilds no
+    container and builds no location, and on False the caller runs ``check_value``, whose error
+    and result are then exactly the policy's. Anything unusual (a subclass of str, a non-str
+    key) is simply not plain."""
+    return _plain(value, 0)
+
+
+def _plain(value: Any, depth: int) -> bool:
+    if depth >= MAX_DEPTH:
+        return False
+    kind = type(value)
+    if kind is dict:
+        for key in value:
+            if type(key) is not str or "\x00" in key or not (key.isascii() or _encodes(key)):
+                return False
+        items = value.values()
+    elif kind is list:
+        items = value
+    else:
+        return False
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            if "\x00" in item or not (item.isascii() or _encodes(item)):
+                return False
+        elif kind is int:
+            if not INT64_MIN <= item <= INT64_MAX:
+                return False
+        elif kind is float:
+            if not math.isfinite(item) or (item == 0 and math.copysign(1.0, item) < 0):
+                return False
+        elif kind is dict or kind is list:
+            if not _plain(item, depth + 1):
+                return False
+        elif item is not None and kind is not bool:
+            return False
+    return True
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 

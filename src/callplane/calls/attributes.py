@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +45,17 @@ def value_text(value: Any) -> str | None:
     return None
 
 
+def attribute_entries(
+    params: Mapping[str, Any], external_identifiers: Mapping[str, Any]
+) -> Iterator[tuple[str, bytes, bytes]]:
+    """``(source, key_digest, value_digest)`` of each indexed entry of one call."""
+    for source, values in ((PARAM, params), (EXTERNAL, external_identifiers)):
+        for key, value in values.items():
+            text = value_text(value)
+            if text is not None:
+                yield source, digest(key), digest(text)
+
+
 def attribute_rows(
     organization_id: int,
     call_uuid: uuid.UUID,
@@ -52,23 +63,17 @@ def attribute_rows(
     params: Mapping[str, Any],
     external_identifiers: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
-    rows = []
-    for source, values in ((PARAM, params), (EXTERNAL, external_identifiers)):
-        for key, value in values.items():
-            text = value_text(value)
-            if text is None:
-                continue
-            rows.append(
-                {
-                    "organization_id": organization_id,
-                    "call_uuid": call_uuid,
-                    "source": source,
-                    "key_digest": digest(key),
-                    "value_digest": digest(text),
-                    "created_at": created_at,
-                }
-            )
-    return rows
+    return [
+        {
+            "organization_id": organization_id,
+            "call_uuid": call_uuid,
+            "source": source,
+            "key_digest": key_digest,
+            "value_digest": value_digest,
+            "created_at": created_at,
+        }
+        for source, key_digest, value_digest in attribute_entries(params, external_identifiers)
+    ]
 
 
 async def index_attributes(session: AsyncSession, rows: Iterable[dict[str, Any]]) -> None:

@@ -2,17 +2,23 @@
 
 ``tags`` are call tag ids and ``agent_id`` an agent's uuid, both of the same organization.
 Numbers are kept as written (a fixture records calls that happened); the searchable attributes
-are indexed exactly as for a created call.
+are indexed exactly as for a created call. An imported history can hold hundreds of thousands of
+calls: they are written with ``BulkInsert`` (rows as tuples, no ORM objects), in chunks.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from sqlalchemy.exc import IntegrityError
 
+from callplane.calls.attributes import attribute_entries
 from callplane.calls.schemas import (
     AnalysisResult,
     Attributes,
@@ -22,11 +28,11 @@ from callplane.calls.schemas import (
     ShortText,
     TranscriptEntry,
 )
-from callplane.calls.service import add_call, check_references
+from callplane.calls.service import KnownReferences
 from callplane.errors import InvalidInput
-from callplane.loader import LoadContext, LoadError, parse_items, section
+from callplane.loader import BulkInsert, LoadContext, LoadError, conflict, parse_items, section
 from callplane.models.base import utcnow
-from callplane.models.calls import Call
+from callplane.models.calls import Call, CallAttribute, CallTagLink
 
 Short64 = Annotated[SafeStr, StringConstraints(max_length=64)]
 
@@ -53,7 +59,7 @@ class CallItem(BaseModel):
     duration: int | None = Field(default=None, ge=0, le=10**9)
     created_at: datetime | None = None
     updated_at: datetime | None = None
-    transcripts: list[TranscriptEntry] = []
+    transcripts: list[TranscriptEntry] = Field(default_factory=list)
     screen_pop_token: ShortText | None = None
     call_prompt: LongText | None = None
     answered_by: Annotated[SafeStr, StringConstraints(max_length=32)] | None = None
@@ -61,79 +67,236 @@ class CallItem(BaseModel):
     transferred: bool = False
     handoff_metadata: JSONObject | None = None
     direction: Annotated[SafeStr, StringConstraints(max_length=16)] | None = None
-    tags: list[uuid.UUID] = []
+    tags: list[uuid.UUID] = Field(default_factory=list)
     voice_id: uuid.UUID | None = None
     agent_speaks_first: bool | None = None
     agent_id: uuid.UUID | None = None
     agent_branch: Short64 | None = None
     agent_commit_id: Short64 | None = None
     agent_branch_name: ShortText | None = None
-    external_identifiers: Attributes = {}
-    params: Attributes = {}
+    external_identifiers: Attributes = Field(default_factory=dict)
+    params: Attributes = Field(default_factory=dict)
     cart: JSONObject | None = None
-    analyzers: list[JSONObject] = []
-    analysis_results: list[AnalysisResult] = []
+    analyzers: list[JSONObject] = Field(default_factory=list)
+    analysis_results: list[AnalysisResult] = Field(default_factory=list)
     summary: LongText | None = None
-    keyterms: list[ShortText] = []
+    keyterms: list[ShortText] = Field(default_factory=list)
     first_message: LongText | None = None
+
+
+#: Every column of ``calls``, in the order of the rows built below.
+_CALL_COLUMNS = (
+    "organization_id",
+    "id",
+    "simple_uuid",
+    "from_number",
+    "to_number",
+    "status",
+    "started_at",
+    "ended_at",
+    "duration",
+    "transcripts",
+    "screen_pop_token",
+    "call_prompt",
+    "answered_by",
+    "language",
+    "transferred",
+    "handoff_metadata",
+    "direction",
+    "voice_uuid",
+    "agent_speaks_first",
+    "agent_uuid",
+    "agent_branch",
+    "agent_commit_id",
+    "agent_branch_name",
+    "external_identifiers",
+    "params",
+    "cart",
+    "analyzers",
+    "analysis_results",
+    "summary",
+    "keyterms",
+    "first_message",
+    "worker_id",
+    "lease_expires_at",
+    "event_sequence",
+    "created_at",
+    "updated_at",
+)
+# A column added to the model must be given its value here too (a bulk row has no defaults).
+assert set(_CALL_COLUMNS) == set(Call.__table__.columns.keys()), "calls columns changed"
+_LINK_COLUMNS = ("organization_id", "call_uuid", "tag_uuid", "position")
+_ATTRIBUTE_COLUMNS = (
+    "organization_id",
+    "call_uuid",
+    "source",
+    "key_digest",
+    "value_digest",
+    "created_at",
+)
+
+#: Items validated, checked and written at a time: the memory of one chunk is all the section
+#: holds beyond the document (and the ids it returns).
+CHUNK = 5000
+#: Items between two turns of the event loop while a chunk is prepared, so the previous chunk's
+#: rows keep streaming to PostgreSQL, which stores them meanwhile on another core.
+_TURN = 250
+
+
+@dataclass
+class _Rows:
+    """One chunk's rows; ``ends[i]``: how many links and attribute rows items up to i make."""
+
+    ids: list[str] = field(default_factory=list)
+    calls: list[tuple[Any, ...]] = field(default_factory=list)
+    links: list[tuple[Any, ...]] = field(default_factory=list)
+    attributes: list[tuple[Any, ...]] = field(default_factory=list)
+    ends: list[tuple[int, int]] = field(default_factory=list)
+
+    def cut(self, count: int) -> None:
+        """Keep the rows of the first ``count`` items only."""
+        links, attributes = self.ends[count - 1] if count else (0, 0)
+        del self.ids[count:], self.calls[count:]
+        del self.links[links:], self.attributes[attributes:]
 
 
 @section("calls")
 async def load_calls(context: LoadContext, items: list[Any]) -> list[Any]:
-    created = []
-    for index, item in enumerate(parse_items("calls", items, CallItem)):
+    """Chunk by chunk, with the precedence of a load that validated every item first and then
+    stored them one by one: any invalid item is the error; otherwise the first unknown reference
+    or conflicting id in document order. So after the first reference or conflict the remaining
+    items are only validated. A chunk is written while the next one is prepared."""
+    async with BulkInsert.of(context.session) as bulk:
+        known = KnownReferences()
+        created: list[Any] = []
+        failure: LoadError | None = None
+        writing: asyncio.Task[LoadError | None] | None = None
         try:
-            await check_references(
-                context.session,
-                context.organization_id,
-                agent_uuid=item.agent_id,
-                voice_uuid=item.voice_id,
-                tag_uuids=item.tags,
-            )
+            for start in range(0, len(items), CHUNK):
+                chunk: list[CallItem] = []
+                for first in range(start, min(start + CHUNK, len(items)), _TURN):
+                    chunk += parse_items("calls", items[first : first + _TURN], CallItem, first)
+                    await asyncio.sleep(0)
+                if failure is not None:
+                    continue
+                rows = await _rows(context.organization_id, bulk, chunk)
+                if writing is not None:
+                    failure, writing = await writing, None
+                    if failure is not None:
+                        continue
+                # Looked up only now: the connection was busy writing the previous chunk.
+                unknown = await _unknown_reference(context, known, chunk, start)
+                if unknown is not None:
+                    rows.cut(unknown[0] - start)
+                created += rows.ids
+                writing = asyncio.create_task(_write(bulk, rows))
+                if unknown is not None:
+                    # A conflict among the items before it comes first.
+                    failure, writing = await writing or unknown[1], None
+            if writing is not None:
+                failure, writing = await writing, None
+        finally:
+            if writing is not None:
+                # An invalid item: the transaction is lost, but the write in flight finishes before
+                # the error goes up (the connection is then free for the rollback).
+                with contextlib.suppress(Exception):
+                    await writing
+        if failure is not None:
+            raise failure
+        return created
+
+
+async def _unknown_reference(
+    context: LoadContext, known: KnownReferences, chunk: list[CallItem], start: int
+) -> tuple[int, LoadError] | None:
+    """The index and error of the chunk's first item naming an unknown agent, voice or tag."""
+    await known.look_up(
+        context.session,
+        context.organization_id,
+        agents=(item.agent_id for item in chunk if item.agent_id is not None),
+        voices=(item.voice_id for item in chunk if item.voice_id is not None),
+        tags=(tag for item in chunk for tag in item.tags),
+    )
+    for index, item in enumerate(chunk, start):
+        try:
+            known.check(item.agent_id, item.voice_id, item.tags)
         except InvalidInput as exc:
-            raise LoadError(f"calls[{index}].{exc.loc[-1]}: {exc.message}") from None
+            return index, LoadError(f"calls[{index}].{exc.loc[-1]}: {exc.message}")
+    return None
+
+
+async def _write(bulk: BulkInsert, rows: _Rows) -> LoadError | None:
+    try:
+        await bulk.insert(Call.__tablename__, _CALL_COLUMNS, rows.calls)
+        await bulk.insert(CallTagLink.__tablename__, _LINK_COLUMNS, rows.links)
+        await bulk.insert(CallAttribute.__tablename__, _ATTRIBUTE_COLUMNS, rows.attributes)
+    except IntegrityError as exc:
+        return conflict("calls", exc)
+    return None
+
+
+async def _rows(org: int, bulk: BulkInsert, chunk: list[CallItem]) -> _Rows:
+    rows = _Rows()
+    uuid_, timestamp, json = bulk.uuid, bulk.timestamp, bulk.json
+    calls, links, attributes, ends = rows.calls, rows.links, rows.attributes, rows.ends
+    for count, item in enumerate(chunk, 1):
+        call_id = item.id or uuid.uuid4()
         created_at = item.created_at or utcnow()
-        call = Call(
-            organization_id=context.organization_id,
-            id=item.id or uuid.uuid4(),
-            simple_uuid=item.simple_uuid or uuid.uuid4(),
-            **item.model_dump(
-                include={
-                    "from_number",
-                    "to_number",
-                    "status",
-                    "started_at",
-                    "ended_at",
-                    "duration",
-                    "screen_pop_token",
-                    "call_prompt",
-                    "answered_by",
-                    "language",
-                    "transferred",
-                    "handoff_metadata",
-                    "direction",
-                    "agent_speaks_first",
-                    "agent_branch",
-                    "agent_commit_id",
-                    "agent_branch_name",
-                    "external_identifiers",
-                    "params",
-                    "cart",
-                    "analyzers",
-                    "summary",
-                    "keyterms",
-                    "first_message",
-                }
-            ),
-            transcripts=[t.model_dump(mode="json", exclude_unset=True) for t in item.transcripts],
-            analysis_results=[
-                r.model_dump(mode="json", exclude_unset=True) for r in item.analysis_results
-            ],
-            voice_uuid=item.voice_id,
-            agent_uuid=item.agent_id,
-            created_at=created_at,
-            updated_at=item.updated_at or created_at,
+        stored_id, stored_created_at = uuid_(call_id), timestamp(created_at)
+        calls.append(
+            (
+                org,
+                stored_id,
+                uuid_(item.simple_uuid or uuid.uuid4()),
+                item.from_number,
+                item.to_number,
+                item.status,
+                timestamp(item.started_at),
+                timestamp(item.ended_at),
+                item.duration,
+                json([t.model_dump(mode="json", exclude_unset=True) for t in item.transcripts]),
+                item.screen_pop_token,
+                item.call_prompt,
+                item.answered_by,
+                item.language,
+                item.transferred,
+                json(item.handoff_metadata),
+                item.direction,
+                uuid_(item.voice_id),
+                item.agent_speaks_first,
+                uuid_(item.agent_id),
+                item.agent_branch,
+                item.agent_commit_id,
+                item.agent_branch_name,
+                json(item.external_identifiers),
+                json(item.params),
+                json(item.cart),
+                json(item.analyzers),
+                json(
+                    [r.model_dump(mode="json", exclude_unset=True) for r in item.analysis_results]
+                ),
+                item.summary,
+                json(item.keyterms),
+                item.first_message,
+                None,
+                None,
+                0,
+                stored_created_at,
+                timestamp(item.updated_at) if item.updated_at else stored_created_at,
+            )
         )
-        await add_call(context.session, call, item.tags)
-        created.append(str(call.id))
-    return created
+        links.extend(
+            (org, stored_id, uuid_(tag), position)
+            for position, tag in enumerate(dict.fromkeys(item.tags))
+        )
+        attributes.extend(
+            (org, stored_id, source, key_digest, value_digest, stored_created_at)
+            for source, key_digest, value_digest in attribute_entries(
+                item.params, item.external_identifiers
+            )
+        )
+        ends.append((len(links), len(attributes)))
+        rows.ids.append(str(call_id))
+        if count % _TURN == 0:
+            await asyncio.sleep(0)
+    return rows

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -142,6 +143,62 @@ async def check_references(
             )
         )
         missing = [t for t in tag_uuids if t not in known]
+        if missing:
+            raise InvalidInput(f"no such call tag {missing[0]}", loc=("body", "tags"))
+
+
+#: The most values one ``IN (...)`` of a lookup carries.
+_LOOKUP_BATCH = 500
+
+
+@dataclass
+class KnownReferences:
+    """Which agent, voice and call tag uuids name something of the organization, remembered
+    across lookups: ``check_references`` for many calls at once (a fixture of many calls asks
+    about the same few again and again), with the same errors."""
+
+    agents: dict[uuid.UUID, bool] = field(default_factory=dict)
+    voices: dict[uuid.UUID, bool] = field(default_factory=dict)
+    tags: dict[uuid.UUID, bool] = field(default_factory=dict)
+
+    async def look_up(
+        self,
+        session: AsyncSession,
+        organization_id: int,
+        *,
+        agents: Iterable[uuid.UUID],
+        voices: Iterable[uuid.UUID],
+        tags: Iterable[uuid.UUID],
+    ) -> None:
+        for known, wanted, column in (
+            (self.agents, agents, Agent.uuid),
+            (self.voices, voices, Voice.id),
+            (self.tags, tags, CallTag.id),
+        ):
+            new = list(dict.fromkeys(u for u in wanted if u not in known))
+            for start in range(0, len(new), _LOOKUP_BATCH):
+                batch = new[start : start + _LOOKUP_BATCH]
+                found = set(
+                    await session.scalars(
+                        select_owned(column.class_, organization_id, column).where(
+                            column.in_(batch)
+                        )
+                    )
+                )
+                known.update((u, u in found) for u in batch)
+
+    def check(
+        self,
+        agent_uuid: uuid.UUID | None,
+        voice_uuid: uuid.UUID | None,
+        tag_uuids: Sequence[uuid.UUID],
+    ) -> None:
+        """InvalidInput for the first of these references that names nothing (all looked up)."""
+        if agent_uuid is not None and not self.agents[agent_uuid]:
+            raise InvalidInput("no such agent", loc=("body", "agent_id"))
+        if voice_uuid is not None and not self.voices[voice_uuid]:
+            raise InvalidInput("no such voice", loc=("body", "voice_id"))
+        missing = [t for t in tag_uuids if not self.tags[t]]
         if missing:
             raise InvalidInput(f"no such call tag {missing[0]}", loc=("body", "tags"))
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -224,10 +225,17 @@ def load(
         raw = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
     except OSError as exc:
         fail(f"cannot read {file}: {exc.strerror or exc}")
+    # A large document is millions of objects, none in a reference cycle: a collection during the
+    # parse would only rescan them, and frozen afterwards they are never scanned again.
+    gc.disable()
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         fail(f"{file} is not valid JSON: {exc}")
+    finally:
+        gc.enable()
+    del raw
+    gc.freeze()
 
     async def work(session: AsyncSession, settings: Settings) -> dict[str, list[Any]]:
         await get_organization(session, org)
