@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -279,7 +280,7 @@ def run_pocketbase(args: argparse.Namespace, source: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--port", type=int, default=8182)
+    parser.add_argument("--port", type=int, default=0, help="0: a free port")
     parser.add_argument("--duration", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=2)
@@ -292,6 +293,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.duration, args.repeat, args.warmup = 2, 1, 0
+    if args.port == 0:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            args.port = probe.getsockname()[1]
     if shutil.which("wrk") is None:
         sys.exit("wrk is required: apt-get install -y wrk (or ../shared/bench/setup_env.sh)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
