@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from callplane.errors import CallplaneError
-from callplane.recordings.storage import LocalStorage, StorageError
+from callplane.media.storage import LocalStorage, StorageError
 from tests.factories import OrgHandle, load, make_org, runtime_of
 from tests.paging import OUT_OF_RANGE_PAGING
 from tests.test_external_calls_data import (

@@ -138,8 +138,8 @@ async def test_demo_never_revives_a_revoked_key(app) -> None:
 
 
 def test_signed_urls_beyond_the_lifetime_are_refused() -> None:
-    from callplane.recordings.signing import Forbidden, RecordingSigner
-    from callplane.recordings.storage import URL_LIFETIME_SECONDS
+    from callplane.media.signing import Forbidden, RecordingSigner
+    from callplane.media.storage import URL_LIFETIME_SECONDS
 
     signer = RecordingSigner(Settings(_env_file=None), clock=lambda: 1_000_000.0)  # type: ignore[call-arg]
     signature = "A" * 43

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from callplane.recordings.storage import (
+from callplane.media.storage import (
     LocalStorage,
     S3Storage,
     Storage,

@@ -1,4 +1,8 @@
-"""Per-process state built once from the settings and shared by all requests of an app."""
+"""Per-process state built once from the settings and shared by all requests of an app.
+
+It sits below every feature and below ``http/``: it imports only the database, settings, limits,
+the key cache and the audio store, so any layer may hold a ``Runtime`` without a cycle.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,10 @@ from dataclasses import dataclass, field
 from callplane.custom_data.catalog import Catalog
 from callplane.db import SQLITE_BUSY_TIMEOUT_MS, Database
 from callplane.driver import SqlitePool, pool_for
-from callplane.http.auth import KeyCache
+from callplane.keycache import KeyCache
+from callplane.media.signing import RecordingSigner
+from callplane.media.storage import Storage, storage_from_settings
 from callplane.ratelimit import RateLimiter
-from callplane.recordings.signing import RecordingSigner
-from callplane.recordings.storage import Storage, storage_from_settings
 from callplane.settings import Settings
 
 

@@ -25,6 +25,7 @@ organization) say so, with the reason, through ``across_organizations(statement,
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -38,6 +39,14 @@ Organization = int | sa.BindParameter[Any]
 ACROSS_ORGANIZATIONS = "callplane_across_organizations"
 
 StatementT = TypeVar("StatementT", bound=Executable)
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """Who is calling: the organization every query is scoped to, and the key used."""
+
+    organization_id: int
+    api_key_id: int
 
 
 def organization_column(entity: Any) -> ColumnElement[Any]:

@@ -11,9 +11,9 @@ from callplane.call_tags import service
 from callplane.call_tags.schemas import CallTag, CallTagCreate, CallTagList
 from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import DETAIL
-from callplane.http.pagination import total_pages
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
+from callplane.pagination import total_pages
 
 router = family_router(DETAIL, tags=["call tags"])
 

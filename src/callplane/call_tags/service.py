@@ -4,8 +4,8 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.http.pagination import count, offset
 from callplane.models.call_tags import CallTag
+from callplane.pagination import count, offset
 from callplane.tenancy import select_owned
 
 

@@ -22,10 +22,10 @@ from callplane.calls.schemas import (
 )
 from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import STATUS
-from callplane.http.pagination import total_pages
 from callplane.http.responses import dumps, json_response
 from callplane.http.routing import family_router
 from callplane.models.calls import CALL_STATUSES
+from callplane.pagination import total_pages
 
 router = family_router(STATUS, tags=["calls"])
 

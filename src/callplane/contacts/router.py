@@ -28,10 +28,10 @@ from callplane.contacts.schemas import (
 )
 from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import STATUS, StatusError
-from callplane.http.pagination import total_pages
 from callplane.http.responses import json_response
 from callplane.http.routing import exact_json_text, family_router
 from callplane.models.base import utcnow
+from callplane.pagination import total_pages
 
 router = family_router(STATUS, tags=["contacts"])
 

@@ -24,13 +24,13 @@ from typing import Any, cast
 
 import orjson
 from sqlalchemy import ColumnElement, Row, Table, and_, bindparam, or_, select, tuple_, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.db import dialect_insert
 from callplane.errors import Conflict, InvalidInput, NotFound
-from callplane.http.pagination import count, offset
 from callplane.models.base import UTCDateTime, utcnow
 from callplane.models.contacts import Contact
+from callplane.pagination import count, offset
 from callplane.tenancy import across_organizations, owned_by, select_owned
 
 DATA_MAX_BYTES = 65_536
@@ -168,36 +168,43 @@ _REPLACE_EXPECTED = (
     .returning(_c.revision)
 )
 
+
+def _build_upserts(insert_for: Any) -> tuple[Any, Any]:
+    insert = insert_for(_contacts).values(
+        organization_id=bindparam("p_org"),
+        identifier=bindparam("p_identifier"),
+        data=bindparam("p_data"),
+        revision=1,
+        expires_at=bindparam("p_expires_at", type_=UTCDateTime()),
+        created_at=_NOW,
+        updated_at=_NOW,
+    )
+    conflict: dict[str, Any] = {
+        "index_elements": [_c.organization_id, _c.identifier],
+        "set_": {
+            "data": insert.excluded.data,
+            "revision": _c.revision + 1,
+            "expires_at": insert.excluded.expires_at,
+            "updated_at": insert.excluded.updated_at,
+        },
+    }
+    return (
+        insert.on_conflict_do_update(**conflict).returning(_c.revision),
+        insert.on_conflict_do_update(**conflict, where=~_LIVE).returning(_c.revision),
+    )
+
+
 #: Per dialect: (the PUT upsert, the same only when nothing is readable: expectedRevision 0).
-_UPSERTS: dict[str, tuple[Any, Any]] = {}
+#: Built once at import like the other statements here: constants, not a cache that fills as
+#: requests arrive, so nothing outside the app's ``Runtime`` holds state between requests.
+_UPSERTS: dict[str, tuple[Any, Any]] = {
+    "postgresql": _build_upserts(postgresql.insert),
+    "sqlite": _build_upserts(sqlite.insert),
+}
 
 
 def _upserts(session: AsyncSession) -> tuple[Any, Any]:
-    dialect = session.get_bind().dialect.name
-    if dialect not in _UPSERTS:
-        insert = dialect_insert(session, _contacts).values(
-            organization_id=bindparam("p_org"),
-            identifier=bindparam("p_identifier"),
-            data=bindparam("p_data"),
-            revision=1,
-            expires_at=bindparam("p_expires_at", type_=UTCDateTime()),
-            created_at=_NOW,
-            updated_at=_NOW,
-        )
-        conflict: dict[str, Any] = {
-            "index_elements": [_c.organization_id, _c.identifier],
-            "set_": {
-                "data": insert.excluded.data,
-                "revision": _c.revision + 1,
-                "expires_at": insert.excluded.expires_at,
-                "updated_at": insert.excluded.updated_at,
-            },
-        }
-        _UPSERTS[dialect] = (
-            insert.on_conflict_do_update(**conflict).returning(_c.revision),
-            insert.on_conflict_do_update(**conflict, where=~_LIVE).returning(_c.revision),
-        )
-    return _UPSERTS[dialect]
+    return _UPSERTS[session.get_bind().dialect.name]
 
 
 def remaining_ttl(expires_at: datetime | None, now: datetime) -> int | None:

@@ -22,7 +22,7 @@ from callplane.custom_data.schema import TableSchema
 from callplane.custom_data.types import ColumnType
 from callplane.driver import Prepared
 from callplane.errors import InvalidInput
-from callplane.http.pagination import offset
+from callplane.pagination import offset
 from callplane.tenancy import owned_by
 
 DEFAULT_PER_PAGE = 50

@@ -18,10 +18,10 @@ from sqlalchemy import select
 
 from callplane.external_calls.schemas import TranscriptEntry
 from callplane.loader import LoadContext, LoadError, parse_items, section
+from callplane.media.storage import Storage, recording_key, storage_from_settings
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
 from callplane.models.external_calls import ExternalCall, Recording
-from callplane.recordings.storage import Storage, recording_key, storage_from_settings
 
 #: States of a recording leg: SPEC names only "pending"; transcript and summary are shown once
 #: a leg is "transcribed".

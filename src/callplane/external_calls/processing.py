@@ -36,8 +36,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from callplane.external_calls import legs, redaction, service
 from callplane.external_calls.legs import Claim
 from callplane.external_calls.wire import wire_call, wire_leg
+from callplane.media.storage import StorageError
 from callplane.recordings.service import sign_recordings
-from callplane.recordings.storage import StorageError
 from callplane.runtime import Runtime
 from callplane.speech.base import Segment, Transcriber
 from callplane.speech.decoding import (

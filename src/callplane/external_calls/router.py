@@ -22,9 +22,9 @@ from callplane.external_calls.schemas import (
 from callplane.external_calls.wire import wire_call, wire_leg
 from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import EXTERNAL_CALLS
-from callplane.http.pagination import total_pages
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router, streamed_body
+from callplane.pagination import total_pages
 from callplane.recordings.service import sign_recordings
 
 router = family_router(EXTERNAL_CALLS, tags=["external_calls"])

@@ -11,9 +11,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import NotFound
-from callplane.http.pagination import count, offset
 from callplane.models.base import utcnow
 from callplane.models.external_calls import ExternalCall, Recording
+from callplane.pagination import count, offset
 from callplane.tenancy import select_owned
 
 #: A leg's transcript and summary are shown once its processing is complete (SPEC rule 1).

@@ -16,9 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from callplane import wakeups
 from callplane.errors import InvalidInput, PayloadTooLarge
 from callplane.external_calls import service
+from callplane.media.storage import Storage, recording_key
 from callplane.models.base import utcnow
 from callplane.models.external_calls import Recording
-from callplane.recordings.storage import Storage, recording_key
 from callplane.speech.decoding import media_format
 
 #: The one media type stored for each format the upload may declare.

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from callplane.errors import NotFound
 from callplane.models.base import utcnow
 from callplane.models.orgs import ApiKey, Organization
-from callplane.tenancy import across_organizations, owned_by, select_owned
+from callplane.tenancy import Tenant, across_organizations, owned_by, select_owned
 
 KEY_PREFIX = "cp_"
 
@@ -37,14 +37,6 @@ class IssuedKey:
     id: int
     organization_id: int
     api_key: str
-
-
-@dataclass(frozen=True, slots=True)
-class Tenant:
-    """Who is calling: the organization every query is scoped to, and the key used."""
-
-    organization_id: int
-    api_key_id: int
 
 
 async def create_organization(session: AsyncSession, name: str) -> Organization:

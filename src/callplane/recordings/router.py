@@ -20,9 +20,9 @@ from callplane.http.deps import RuntimeDep, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
+from callplane.media.signing import Forbidden
+from callplane.media.storage import StorageError
 from callplane.recordings import service
-from callplane.recordings.signing import Forbidden
-from callplane.recordings.storage import StorageError
 from callplane.runtime import Runtime
 
 router = family_router(STATUS, tags=["recordings"])

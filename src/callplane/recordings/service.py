@@ -10,8 +10,8 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.media.storage import recording_key
 from callplane.models.external_calls import Recording
-from callplane.recordings.storage import recording_key
 from callplane.runtime import Runtime
 from callplane.tenancy import across_organizations
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from callplane.db import Database
 from callplane.deployment import derive_secret, signing_key
 from callplane.errors import CallplaneError
-from callplane.recordings.storage import URL_LIFETIME_SECONDS, Storage
+from callplane.media.storage import URL_LIFETIME_SECONDS, Storage
 from callplane.settings import Settings
 
 #: Processes of a deployment may disagree on the time by this much.
