@@ -38,6 +38,9 @@ async def test_head_is_served_for_every_get_route(app, path) -> None:
         ("PUT", "/v1/calls", "GET, HEAD, POST"),
         ("PATCH", "/v1/data/t/1", None),  # every method of the record routes
         ("POST", "/v1/contacts/+14155550123/data", "DELETE, GET, HEAD, PUT"),
+        # The concrete path owns it: not a record update of a table named "tables".
+        ("PATCH", "/v1/data/tables/1", "DELETE, GET, HEAD"),
+        ("PUT", "/v1/data/tables/1", "DELETE, GET, HEAD"),
     ],
 )
 async def test_405_allow_lists_every_method_of_the_path(app, method, path, allowed) -> None:
@@ -169,8 +172,9 @@ def _exchange(port: int, raw: bytes) -> bytes:
     return b"".join(chunks)
 
 
-def test_a_malformed_request_line_is_answered_in_json_by_the_server(database_url) -> None:
-    """uvicorn answers what its parser refuses itself; callplane's protocol makes that JSON."""
+def test_a_malformed_or_over_long_request_is_answered_in_json_by_the_server(database_url) -> None:
+    """uvicorn answers what its parser refuses itself; callplane's protocol makes that JSON and
+    bounds the request line (414) and the headers (431)."""
     port = _free_port()
     env = {
         **os.environ,
@@ -197,11 +201,23 @@ def test_a_malformed_request_line_is_answered_in_json_by_the_server(database_url
         assert head.startswith(b"HTTP/1.1 400")
         assert b"content-type: application/json" in head.lower()
         assert set(orjson.loads(body)) == STATUS_KEYS
-        long_query = b"GET /v1/calls?page=" + b"9" * 120_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
-        answer = _exchange(port, long_query)
-        head, _, body = answer.partition(b"\r\n\r\n")
-        assert head.split(b"\r\n")[0].split(b" ")[1] in (b"400", b"401", b"422"), head[:200]
-        assert b"application/json" in head.lower()
+        for raw, status in [
+            (b"GET /v1/calls?page=" + b"9" * 120_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", b"414"),
+            (
+                b"GET /v1/calls HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n",
+                b"431",
+            ),
+            (b"GET /v1/calls HTTP/1.1\r\nHost: x\r\n" + b"X-A: b\r\n" * 10_000 + b"\r\n", b"431"),
+        ]:
+            head, _, body = _exchange(port, raw).partition(b"\r\n\r\n")
+            assert head.split(b"\r\n")[0].split(b" ")[1] == status, head[:200]
+            assert b"content-type: application/json" in head.lower()
+            assert set(orjson.loads(body)) == STATUS_KEYS
+        # Under the limits, the request reaches the app (no key: its family's 401).
+        head, _, body = _exchange(
+            port, b"GET /v1/calls?page=" + b"9" * 60_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+        ).partition(b"\r\n\r\n")
+        assert head.split(b"\r\n")[0].split(b" ")[1] == b"401", head[:200]
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -26,11 +26,11 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.errors import CallplaneError, InvalidInput, Unavailable
 from callplane.http.families import STATUS, ErrorFamily, Rendered, render_error, render_validation
+from callplane.http.paths import path_table, route_path
 from callplane.http.responses import json_response
 
 log = logging.getLogger("callplane")
@@ -50,19 +50,10 @@ def render(scope: Scope, exc: CallplaneError) -> Response:
     return _respond(render_error(family_of(scope), exc))
 
 
-_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-
-
 def allowed_methods(app: Any, scope: Scope) -> list[str]:
-    """Every method some route of this path serves (HEAD wherever GET is; OPTIONS is CORS's)."""
-    allowed = {
-        method
-        for method in _METHODS
-        if any(
-            route.matches({**scope, "method": method})[0] is Match.FULL
-            for route in app.router.routes
-        )
-    }
+    """Every method the path that owns this URL serves (``http.paths``); HEAD wherever GET is
+    (OPTIONS is CORS's)."""
+    allowed = path_table(app).allowed_methods(route_path(scope))
     if "GET" in allowed:
         allowed.add("HEAD")
     return sorted(allowed)

@@ -10,6 +10,8 @@ route goes through three small pieces, each in its own module:
 2. the unit of work (``http.unit_of_work``) around the handler: commit on success, roll back
    on anything raised;
 3. error rendering (``http.errors``), where every exception ends up.
+
+A route never serves a URL that a more concrete path owns (``http.paths``): that is a 405.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from typing import Any, TypeVar
 
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
 from callplane.http.body import police_body
 from callplane.http.conventions import require_utf8_path
 from callplane.http.families import ErrorFamily
+from callplane.http.paths import route_path, shadowed
 from callplane.http.responses import JSONResponse
 from callplane.http.unit_of_work import unit_of_work
 
@@ -69,7 +73,11 @@ def family_route_class(family: ErrorFamily) -> type[APIRoute]:
             polices_body = not getattr(self.endpoint, _STREAMED_BODY, False)
             exact_text = getattr(self.endpoint, _EXACT_TEXT, False)
 
+            route = self
+
             async def handle(request: Request) -> Response:
+                if shadowed(request.app, route, route_path(request.scope)):
+                    raise HTTPException(405)
                 require_utf8_path(request.scope)
                 if polices_body:
                     request = await police_body(request, exact_text=exact_text)
