@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-import phonenumbers
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from callplane.e164 import phone_number
 
 #: Bound on each free-form object a client sends (params, external_identifiers, cart, ...).
 MAX_OBJECT_BYTES = 64 * 1024
@@ -64,14 +65,8 @@ def _check_attributes(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def normalize_number(value: str) -> str:
-    """E.164 for a phone number; US is assumed when there is no ``+`` country code."""
-    try:
-        parsed = phonenumbers.parse(value, None if value.strip().startswith("+") else "US")
-    except phonenumbers.NumberParseException:
-        raise ValueError("is not a phone number") from None
-    if not phonenumbers.is_possible_number(parsed):
-        raise ValueError("is not a possible phone number")
-    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+    """E.164 for a phone number (``callplane.e164``: the policy contact identifiers follow too)."""
+    return phone_number(value)
 
 
 def _utc(value: datetime) -> datetime:

@@ -1,11 +1,13 @@
 """Caller identifiers (SPEC PUT /contacts/{phoneNumber}/data; DESIGN §5).
 
-Text made only of digits, spaces and ``+-().`` is a phone number: parsed with ``phonenumbers``
-(region US when it has no ``+``), required to be a possible number, and keyed by its E.164 form,
-so ``(415) 555-0123``, ``415.555.0123`` and ``+1 415 555 0123`` are one contact. Anything else
+Phone text (digits, spaces and ``+-().``, in any script: ``callplane.e164``, the policy calls
+use for ``to_number`` too) is a phone number, keyed by its E.164 form, so ``(415) 555-0123``,
+``415.555.0123``, ``+1 415 555 0123`` and ``٤١٥٥٥٥٠١٢٣`` are one contact. Anything else
 (``sip:alice@example.com``, ``whatsapp-4711``, ``José``) is a non-phone identifier, kept
 verbatim: 1–128 characters, not blank, no control characters. It is case-sensitive and not
 Unicode-normalized, because "verbatim" means other systems get back exactly what they sent.
+Invisible formatting characters (a right-to-left mark...) are refused in both kinds: an
+identifier holding one would look exactly like another contact's.
 
 The identifier is a path segment, already URL-decoded by the server: ``+`` may be sent as is or as
 ``%2B``; a ``/`` (even as ``%2F``) cannot be part of an identifier.
@@ -14,21 +16,23 @@ The identifier is a path segment, already URL-decoded by the server: ``+`` may b
 from __future__ import annotations
 
 import unicodedata
-from functools import lru_cache
 
-import phonenumbers
-
+from callplane.e164 import NotAPhoneNumber, check_visible, e164, phone_text
 from callplane.errors import InvalidInput
 from callplane.models.contacts import IDENTIFIER_MAX_LENGTH
 
-_PHONE_CHARACTERS = frozenset("0123456789 +-().")
 _LOC = ("path", "phoneNumber")
 
 
 def normalize_identifier(raw: str) -> str:
     """The stored key of ``raw``: E.164 for a phone number, ``raw`` itself otherwise."""
-    if all(c in _PHONE_CHARACTERS for c in raw):
-        return _e164(raw)
+    try:
+        check_visible(raw)
+        shaped = phone_text(raw)
+        if shaped is not None:
+            return e164(shaped)
+    except NotAPhoneNumber as exc:
+        raise InvalidInput(str(exc), loc=_LOC) from None
     if len(raw) > IDENTIFIER_MAX_LENGTH:
         raise InvalidInput(
             f"must be a phone number or an identifier of at most {IDENTIFIER_MAX_LENGTH} "
@@ -41,16 +45,3 @@ def normalize_identifier(raw: str) -> str:
     if any(unicodedata.category(c) in ("Cc", "Cs") for c in raw):
         raise InvalidInput("must not contain control characters", loc=_LOC)
     return raw
-
-
-@lru_cache(maxsize=4096)
-def _e164(raw: str) -> str:
-    # Cached: the same few numbers are written and read over and over, and parsing is the most
-    # expensive step of a contact-data request. Errors are not cached (exceptions propagate).
-    try:
-        number = phonenumbers.parse(raw, None if raw.lstrip().startswith("+") else "US")
-    except phonenumbers.NumberParseException:
-        raise InvalidInput("is not a valid phone number", loc=_LOC) from None
-    if not phonenumbers.is_possible_number(number):
-        raise InvalidInput("is not a possible phone number", loc=_LOC) from None
-    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
