@@ -59,3 +59,47 @@ async def _downgrade(db: Database, revision: str) -> None:
 
     async with db.engine.begin() as conn:
         await conn.run_sync(run)
+
+
+async def test_old_sqlite_json_columns_become_text_and_keep_their_values(tmp_path):
+    """0009: a custom-data JSON column declared JSON (NUMERIC affinity) turned 1.0 into 1."""
+    import pytest
+    from sqlalchemy import text
+
+    from callplane import jsonvalues
+
+    if BACKEND != "sqlite":
+        pytest.skip("PostgreSQL's JSONB columns keep numbers as written")
+    db = Database(f"sqlite:///{tmp_path / 'old.db'}", pool_size=1)
+    try:
+        await upgrade(db)
+        await _downgrade(db, "0008")
+        async with db.engine.begin() as conn:
+            for statement in [
+                "CREATE TABLE udt_1 (\n\torganization_id INTEGER NOT NULL, \n\tid INTEGER NOT NULL,"
+                " \n\tdoc JSON, \n\tname TEXT, \n\tPRIMARY KEY (id)\n)",
+                "CREATE INDEX udt_1_ix0 ON udt_1 (organization_id, name, id)",
+                "CREATE TABLE udt_2 (\n\tid INTEGER NOT NULL, \n\tparent INTEGER REFERENCES"
+                " udt_1 (id), \n\tPRIMARY KEY (id)\n)",
+                "INSERT INTO udt_1 VALUES (1, 1, '1.0', 'a'), (1, 2, '0.30000000000000004', 'b'),"
+                " (1, 3, '{\"x\": 1.0}', 'c')",
+                "INSERT INTO udt_2 VALUES (1, 1)",
+            ]:
+                await conn.execute(text(statement))
+        await upgrade(db)
+        async with db.engine.begin() as conn:
+            schema = dict((await conn.execute(text("SELECT name, sql FROM sqlite_master"))).all())
+            await conn.execute(text("INSERT INTO udt_1 VALUES (1, 4, '1.0', 'd')"))
+            rows = dict((await conn.execute(text("SELECT id, doc FROM udt_1"))).all())
+            checked = (await conn.execute(text("PRAGMA integrity_check"))).scalars().all()
+            children = (await conn.execute(text("PRAGMA foreign_key_check"))).all()
+        assert checked == ["ok"] and children == [], (checked, children)
+        assert "doc TEXT" in schema["udt_1"] and "udt_1_ix0" in schema
+        assert "REFERENCES udt_1" in schema["udt_2"]
+        read = {k: jsonvalues.loads(v) for k, v in rows.items()}
+        assert read[1] == 1  # already converted when it was written: kept as it reads
+        assert read[2] == 0.30000000000000004
+        assert read[3] == {"x": 1.0} and isinstance(read[3]["x"], float)
+        assert read[4] == 1.0 and isinstance(read[4], float)  # written after: exact
+    finally:
+        await db.dispose()
