@@ -11,8 +11,11 @@ import callplane
 
 PACKAGE = Path(callplane.__file__).parent
 
-#: What ``Runtime`` may be built from: infrastructure, never a feature or the web layer.
+#: What ``Runtime`` may be built from: infrastructure, never a router or the web layer. The
+#: custom-data catalog is the one feature module: it is the per-process cache Runtime owns, and
+#: it imports only that domain's schema code (checked below like every module under http/).
 RUNTIME_MAY_IMPORT = {
+    "callplane.custom_data.catalog",
     "callplane.db",
     "callplane.keycache",
     "callplane.media.signing",
@@ -34,11 +37,12 @@ def _imports(path: Path) -> set[str]:
 
 def _below_http(path: Path) -> bool:
     """Modules that serve the web layer rather than sit on it: services, schemas, models and the
-    package's own infrastructure (routers, the dashboard, the CLI and app assembly sit above)."""
+    package's own infrastructure (routers, ASGI layers such as ``custom_data/hot.py``, the
+    dashboard, the CLI and app assembly sit above)."""
     parts = path.relative_to(PACKAGE).parts
     if parts[0] in ("http", "dashboard", "cli", "engine", "migrations"):
         return False
-    return parts[-1] not in ("router.py", "find_router.py", "app.py", "server.py")
+    return parts[-1] not in ("router.py", "find_router.py", "hot.py", "app.py", "server.py")
 
 
 def test_nothing_below_http_imports_from_it() -> None:
