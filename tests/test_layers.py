@@ -17,6 +17,7 @@ PACKAGE = Path(callplane.__file__).parent
 RUNTIME_MAY_IMPORT = {
     "callplane.custom_data.catalog",
     "callplane.db",
+    "callplane.driver",
     "callplane.keycache",
     "callplane.media.signing",
     "callplane.media.storage",

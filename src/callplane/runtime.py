@@ -1,8 +1,8 @@
 """Per-process state built once from the settings and shared by all requests of an app.
 
-It sits below ``http/`` and the routers: it imports only the database, settings, limits, the key
-cache, the audio store and the custom-data catalog, so any layer may hold a ``Runtime`` without
-a cycle (``tests/test_layers.py``).
+It sits below ``http/`` and the routers: it imports only the database and its driver, settings,
+limits, the key cache, the audio store and the custom-data catalog, so any layer may hold a
+``Runtime`` without a cycle (``tests/test_layers.py``).
 """
 
 from __future__ import annotations
