@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from callplane.brain import Brain, run_analyzers, summarize
-from callplane.calls.events import record_call_event
+from callplane.engine.lifecycle import analyzed, apply_moves
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, CallEvent
 from callplane.runtime import Runtime
 from callplane.tenancy import update_owned
+
+if TYPE_CHECKING:
+    from callplane.engine.batching import GroupCommit
 
 
 async def analyze_call(
@@ -28,10 +31,12 @@ async def analyze_call(
     transcript: Sequence[dict[str, Any]],
     analyzers: Sequence[dict[str, Any]],
     latencies: Sequence[float] = (),
+    moves: GroupCommit | None = None,
 ) -> None:
-    """Summary and analyzers (the slow part, outside any transaction), then one write."""
+    """Summary and analyzers (the slow part, outside any transaction), then one write: through
+    the worker's group commit (``moves``) when there is one."""
     summary = await summarize(brain, transcript)
-    results = await run_analyzers(brain, analyzers, transcript)
+    results = await run_analyzers(brain, analyzers, transcript) if analyzers else []
     data: dict[str, Any] = {
         "summary_by": "brain" if brain is not None and summary.error is None else "extractive",
         "analysis_errors": sum(1 for r in results if r.get("error")),
@@ -39,24 +44,12 @@ async def analyze_call(
     }
     if summary.error:
         data["summary_error"] = summary.error
+    request = analyzed(organization_id, call_id, summary.text, results, data)
+    if moves is not None:
+        await moves.apply(request)
+        return
     async with runtime.db.session(write=True) as session:
-        call = await session.scalar(
-            update_owned(Call, organization_id)
-            .where(Call.id == call_id)
-            .values(
-                summary=summary.text,
-                analysis_results=results,
-                event_sequence=Call.event_sequence + 1,
-                updated_at=utcnow(),
-            )
-            .returning(Call)
-            .execution_options(synchronize_session=False)
-        )
-        if call is None:
-            return
-        await record_call_event(
-            session, runtime, call, "call.analyzed", {"status": call.status, **data}
-        )
+        await apply_moves(session, runtime, [request])
         await session.commit()
 
 

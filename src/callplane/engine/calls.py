@@ -8,8 +8,9 @@ import contextlib
 import logging
 import uuid
 from datetime import timedelta
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane import wakeups
@@ -17,16 +18,17 @@ from callplane.calls.events import record_call_event
 from callplane.calls.schemas import normalize_number
 from callplane.calls.service import add_call
 from callplane.engine import lifecycle
-from callplane.engine.claim import claim_for_organization, waiting_organizations
+from callplane.engine.claim import claim_calls
 from callplane.engine.conversation import CallContext, after_call, hold_conversation
-from callplane.engine.lifecycle import ACTIVE, CallRef
+from callplane.engine.lifecycle import CallRef
 from callplane.engine.tasks import WorkerTask
 from callplane.engine.worker import Engine
 from callplane.models.agents import Agent
-from callplane.models.base import utcnow
+from callplane.models.base import Base, utcnow
 from callplane.models.calls import Call
+from callplane.models.external_calls import Recording
 from callplane.models.phone_numbers import PhoneNumber
-from callplane.recordings.service import store_call_recording
+from callplane.recordings.service import put_call_recording
 from callplane.runtime import Runtime
 from callplane.speech.answering import detect_answered_by
 from callplane.telephony.base import (
@@ -44,25 +46,10 @@ log = logging.getLogger("callplane.engine.calls")
 #: How long past the ring timeout a dial attempt may hang before the engine gives up on it.
 DIAL_MARGIN_SECONDS = 5.0
 #: Calls claimed per transaction.
-CLAIM_BATCH = 50
+CLAIM_BATCH = 200
 
 
 # -- dispatch ------------------------------------------------------------------------------
-
-
-async def _busy_organizations(engine: Engine) -> set[int]:
-    """Organizations already at their limit of calls in progress (no need to lock them)."""
-    async with engine.runtime.db.session(write=False) as session:
-        rows = await session.execute(
-            across_organizations(
-                select(Call.organization_id, func.count())
-                .where(Call.status.in_(ACTIVE))
-                .group_by(Call.organization_id),
-                "the worker serves every organization: it counts each one's calls in progress",
-            )
-        )
-        limit = engine.settings.max_concurrent_calls
-        return {org for org, active in rows if active >= limit}
 
 
 async def dispatch(engine: Engine) -> bool:
@@ -72,25 +59,11 @@ async def dispatch(engine: Engine) -> bool:
     want = min(engine.concurrency - len(engine.calls), CLAIM_BATCH)
     if want <= 0:
         return False
-    async with engine.runtime.db.session(write=False) as session:
-        organizations = await waiting_organizations(session)
-    if not organizations:
-        return False
-    busy = await _busy_organizations(engine)
-    claimed = 0
-    for organization_id in organizations:
-        if organization_id in busy:
-            continue
-        calls = await engine.transact(
-            claim_for_organization, organization_id, engine.worker_id, want - claimed
-        )
-        for call in calls:
-            ref = CallRef(call.organization_id, call.id, engine.worker_id)
-            engine.hold(ref, place_call(engine, call, ref))
-        claimed += len(calls)
-        if claimed >= want:
-            return True
-    return False
+    calls = await engine.transact(claim_calls, engine.worker_id, want)
+    for call in calls:
+        ref = CallRef(call.organization_id, call.id, engine.worker_id)
+        engine.hold(ref, place_call(engine, call, ref))
+    return len(calls) == want
 
 
 async def _dispatch_forever(engine: Engine) -> None:
@@ -119,18 +92,18 @@ async def place_call(engine: Engine, call: Call, ref: CallRef) -> None:
             engine.adapter.dial(request), settings.ring_timeout_seconds + DIAL_MARGIN_SECONDS
         )
     except DialFailed as failure:
-        await engine.transact(lifecycle.dial_failed, ref, failure.outcome, failure.reason)
+        await engine.moves.apply(lifecycle.dial_failed(ref, failure.outcome, failure.reason))
         return
     except TimeoutError:
-        await engine.transact(lifecycle.dial_failed, ref, "no_answer", "ring timeout")
+        await engine.moves.apply(lifecycle.dial_failed(ref, "no_answer", "ring timeout"))
         return
     except asyncio.CancelledError:
-        await engine.transact(lifecycle.dial_failed, ref, "failed", "the worker stopped")
+        await engine.moves.apply(lifecycle.dial_failed(ref, "failed", "the worker stopped"))
         raise
     except Exception as exc:
         log.exception("dial failed", extra={"call_id": str(call.id)})
-        await engine.transact(
-            lifecycle.dial_failed, ref, "failed", f"telephony error ({type(exc).__name__})"
+        await engine.moves.apply(
+            lifecycle.dial_failed(ref, "failed", f"telephony error ({type(exc).__name__})")
         )
         return
     answered_at = utcnow()
@@ -139,7 +112,7 @@ async def place_call(engine: Engine, call: Call, ref: CallRef) -> None:
         # The network cannot tell: listen to the first seconds (what is heard is replayed to
         # the conversation, which must hear it too).
         answered_by, connection = await detect_answered_by(connection)
-    started = await engine.transact(lifecycle.answered, ref, answered_by, answered_at)
+    started = await engine.moves.apply(lifecycle.answered(ref, answered_by, answered_at))
     if started is None:  # failed under us (lease lost) or gone: nobody may talk on it
         await connection.hangup()
         return
@@ -177,6 +150,7 @@ async def _finish(
     with contextlib.suppress(Exception):
         await connection.hangup()
     ended_at = utcnow()
+    stored: list[tuple[type[Base], dict[str, Any]]] = []
     try:
         recording = await connection.recording()
         if recording is not None and recording.duration_seconds > 0:
@@ -185,7 +159,7 @@ async def _finish(
             by_recording = context.started_at + timedelta(seconds=recording.duration_seconds)
             ended_at = min(ended_at, by_recording)
         if recording is not None and recording.data:
-            await store_call_recording(
+            row = await put_call_recording(
                 engine.runtime,
                 ref.organization_id,
                 ref.call_id,
@@ -193,17 +167,31 @@ async def _finish(
                 recording.data,
                 context.started_at,
             )
+            stored.append((Recording, row))
     except Exception:
         log.exception("storing the call's recording failed", extra={"call_id": str(ref.call_id)})
-    completed = await engine.transact(
-        lifecycle.hung_up, ref, context.started_at, reason, context.transcript, ended_at
+    # The recording's row is written with the completion (its audio is already in storage).
+    completed = await engine.moves.apply(
+        lifecycle.hung_up(
+            ref, context.started_at, reason, context.transcript, ended_at, rows=stored
+        )
     )
+    if completed is None and stored:
+        # The call was not ours any more (failed under us): its recording is still kept.
+        await engine.transact(_insert_rows, stored)
     if completed is None:
         return
     try:
         await after_call(context, engine.services)
     except Exception:
         log.exception("after-call work failed", extra={"call_id": str(ref.call_id)})
+
+
+async def _insert_rows(
+    session: AsyncSession, _runtime: Runtime, rows: list[tuple[type[Base], dict[str, Any]]]
+) -> None:
+    for model, row in rows:
+        session.add(model(**row))
 
 
 # -- inbound calls -------------------------------------------------------------------------

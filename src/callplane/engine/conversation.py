@@ -27,7 +27,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from callplane.brain import Brain
 from callplane.engine.aftercall import analyze_call, record_agent_event
@@ -41,6 +41,9 @@ from callplane.settings import Settings
 from callplane.speech.base import Synthesizer, Transcriber
 from callplane.telephony.base import Connection
 
+if TYPE_CHECKING:
+    from callplane.engine.batching import GroupCommit
+
 log = logging.getLogger("callplane.engine.conversation")
 
 
@@ -52,6 +55,8 @@ class ConversationServices:
     synthesizer: Synthesizer | None = None
     transcriber: Transcriber | None = None
     brain: Brain | None = None
+    #: The worker's group commit, for the after-call write (set by the engine).
+    moves: GroupCommit | None = None
 
     async def aclose(self) -> None:
         if self.brain is not None:
@@ -201,4 +206,5 @@ async def after_call(context: CallContext, services: ConversationServices) -> No
         context.transcript,
         context.analyzers,
         context.latencies,
+        moves=services.moves,
     )

@@ -10,6 +10,7 @@ nothing) and hangs up.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import timedelta
 
@@ -65,15 +66,21 @@ async def reap(ctx: Engine) -> int:
                 )
             )
         ).all()
+    refs = [CallRef(org, call_id, worker_id or "") for org, call_id, worker_id, _ in rows]
+    # Applied together, so the group commit makes them in one transaction.
+    calls = await asyncio.gather(
+        *(
+            ctx.moves.apply(lease_expired(ref, started_at))
+            for ref, (*_, started_at) in zip(refs, rows, strict=True)
+        )
+    )
     failed = 0
-    for organization_id, call_id, worker_id, started_at in rows:
-        ref = CallRef(organization_id, call_id, worker_id or "")
-        call = await ctx.transact(lease_expired, ref, started_at)
+    for ref, call in zip(refs, calls, strict=True):
         if call is not None:
             failed += 1
             log.warning(
                 "call failed: its worker's lease expired",
-                extra={"call_id": str(call_id), "worker_id": worker_id},
+                extra={"call_id": str(ref.call_id), "worker_id": ref.worker_id},
             )
     return failed
 

@@ -19,25 +19,31 @@ status and, for the engine's moves, still held by the worker making it. A worker
 call (its lease ran out and the call was failed) therefore cannot move it any more. The same
 UPDATE increments the call's event sequence; the event row and the webhook event are written in
 the same transaction (``calls.events``).
+
+A worker does not commit each move alone: ``apply_moves`` takes the moves of many calls waiting
+at the same moment and makes them in one transaction (the group commit of ``batching.py``), one
+UPDATE per kind of move with each call's own values, every condition above kept per call.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, update
+from sqlalchemy import ColumnElement, case, insert, literal, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane import wakeups
-from callplane.calls.events import record_call_event
-from callplane.models.base import utcnow
+from callplane.calls.events import NewCallEvent, record_call_events
+from callplane.models.base import Base, utcnow
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
 from callplane.telephony.base import AnsweredBy, DialOutcome
+from callplane.tenancy import across_organizations
 
 ACTIVE = ("dialing", "in_progress")
 TERMINAL = ("completed", "failed", "no_answer", "busy", "cancelled")
@@ -88,6 +94,28 @@ def whole_seconds(start: datetime | None, end: datetime) -> int:
     return max(0, math.floor((end - start).total_seconds()))
 
 
+@dataclass
+class MoveRequest:
+    """One move for ``apply_moves``: ``step`` applied to ``ref``'s call with ``values`` (columns
+    set with the status), ``data`` in its event; ``rows`` (model, values) are inserted in the same
+    transaction when the move applies (the recording of a completed call)."""
+
+    step: Move
+    ref: CallRef
+    values: dict[str, Any]
+    data: dict[str, Any]
+    #: The move requires the call to be held by ``ref.worker_id`` (every move of the engine's;
+    #: not ``ANALYZED``, written after the call was completed).
+    held: bool = True
+    #: The move applies only if the call's lease has run out (the reaper).
+    lease_expired: bool = False
+    rows: list[tuple[type[Base], dict[str, Any]]] = field(default_factory=list)
+
+
+#: Not a status change: the after-call work is written on the call (``aftercall.py``).
+ANALYZED = Move((), "the summary and analysis results are written", "", "call.analyzed")
+
+
 async def move(
     session: AsyncSession,
     runtime: Runtime,
@@ -96,50 +124,95 @@ async def move(
     values: dict[str, Any],
     data: dict[str, Any],
     *,
-    also: tuple[ColumnElement[bool], ...] = (),
+    lease_expired: bool = False,
 ) -> Call | None:
     """Apply ``step`` to the call if it is still where ``step`` starts and held by ``ref``'s
     worker; record its event. None when it was not (someone else moved the call)."""
-    now = utcnow()
-    call = await session.scalar(
-        update(Call)
-        .where(
-            Call.organization_id == ref.organization_id,
-            Call.id == ref.call_id,
-            Call.status.in_(step.source),
-            Call.worker_id == ref.worker_id,
-            *also,
-        )
-        .values(
-            status=step.target,
-            event_sequence=Call.event_sequence + 1,
-            updated_at=now,
-            **values,
-        )
-        .returning(Call)
-        .execution_options(synchronize_session=False)
-    )
-    if call is None:
-        return None
-    await record_call_event(
-        session, runtime, call, step.event_type, {"status": call.status, **data}
-    )
-    if step.target in TERMINAL:
-        # A slot of the organization is free: workers may dial its next queued call.
-        await wakeups.announce(session, wakeups.CALLS)
+    request = MoveRequest(step, ref, values, data, lease_expired=lease_expired)
+    [call] = await apply_moves(session, runtime, [request])
     return call
 
 
-async def answered(
-    session: AsyncSession,
-    runtime: Runtime,
-    ref: CallRef,
-    answered_by: AnsweredBy,
-    answered_at: datetime,
-) -> Call | None:
-    return await move(
-        session,
-        runtime,
+async def apply_moves(
+    session: AsyncSession, runtime: Runtime, requests: Sequence[MoveRequest]
+) -> list[Call | None]:
+    """Apply many moves in the caller's transaction (the engine's group commit): one UPDATE per
+    kind of move, whatever the number of calls; then their events in one go. Each move keeps
+    its own conditions (status, worker, lease), so the result is what applying them one by one
+    would give; the result per request is the call as moved, or None when it did not apply."""
+    now = utcnow()
+    groups: dict[tuple[Any, ...], list[MoveRequest]] = {}
+    for request in requests:
+        worker = request.ref.worker_id if request.held or request.lease_expired else None
+        key = (request.step, worker, request.lease_expired, tuple(sorted(request.values)))
+        groups.setdefault(key, []).append(request)
+    moved: dict[tuple[int, uuid.UUID], Call] = {}
+    for (step, worker, expired, names), group in groups.items():
+        conditions: list[ColumnElement[bool]] = [
+            tuple_(Call.organization_id, Call.id).in_(
+                [(r.ref.organization_id, r.ref.call_id) for r in group]
+            )
+        ]
+        if step.source:
+            conditions.append(Call.status.in_(step.source))
+        if worker is not None:
+            conditions.append(Call.worker_id == worker)
+        if expired:
+            conditions.append(Call.lease_expires_at < now)
+        values: dict[str, Any] = {
+            "event_sequence": Call.event_sequence + 1,
+            "updated_at": now,
+        }
+        if step.target:
+            values["status"] = step.target
+        for name in names:
+            values[name] = _per_call(name, group)
+        statement = across_organizations(
+            update(Call)
+            .where(*conditions)
+            .values(**values)
+            .returning(Call)
+            .execution_options(synchronize_session=False),
+            "the engine moves a batch of calls, each named by (organization, id)",
+        )
+        for moved_call in await session.scalars(statement):
+            moved[(moved_call.organization_id, moved_call.id)] = moved_call
+    results = [moved.get((r.ref.organization_id, r.ref.call_id)) for r in requests]
+    events: list[NewCallEvent] = []
+    inserts: dict[type[Base], list[dict[str, Any]]] = {}
+    for request, call in zip(requests, results, strict=True):
+        if call is None:
+            continue
+        data = {"status": call.status, **request.data}
+        events.append(NewCallEvent(call, request.step.event_type, data))
+        for model, row in request.rows:
+            inserts.setdefault(model, []).append(row)
+    for model, rows in inserts.items():
+        await session.execute(insert(model), rows)
+    await record_call_events(session, runtime, events)
+    if any(
+        c is not None and r.step.target in TERMINAL for r, c in zip(requests, results, strict=True)
+    ):
+        # A slot of the organization is free: workers may dial its next queued call.
+        await wakeups.announce(session, wakeups.CALLS)
+    return results
+
+
+def _per_call(name: str, group: Sequence[MoveRequest]) -> Any:
+    """The value of column ``name`` for each call of the group: one value when they agree, else
+    ``CASE id WHEN ... THEN ...`` (one UPDATE still sets each call its own)."""
+    first = group[0].values[name]
+    if all(r.values[name] == first for r in group[1:]):
+        return first
+    column = Call.__table__.c[name]
+    return case(
+        *((Call.id == r.ref.call_id, literal(r.values[name], column.type)) for r in group),
+        else_=column,
+    )
+
+
+def answered(ref: CallRef, answered_by: AnsweredBy, answered_at: datetime) -> MoveRequest:
+    return MoveRequest(
         ANSWERED,
         ref,
         {"started_at": answered_at, "answered_by": answered_by},
@@ -147,13 +220,9 @@ async def answered(
     )
 
 
-async def dial_failed(
-    session: AsyncSession, runtime: Runtime, ref: CallRef, outcome: DialOutcome, reason: str
-) -> Call | None:
+def dial_failed(ref: CallRef, outcome: DialOutcome, reason: str) -> MoveRequest:
     now = utcnow()
-    return await move(
-        session,
-        runtime,
+    return MoveRequest(
         DIAL_OUTCOMES[outcome],
         ref,
         {"ended_at": now, "duration": 0},
@@ -161,41 +230,53 @@ async def dial_failed(
     )
 
 
-async def hung_up(
-    session: AsyncSession,
-    runtime: Runtime,
+def hung_up(
     ref: CallRef,
     started_at: datetime | None,
     reason: str,
     transcript: list[dict[str, Any]],
     ended_at: datetime | None = None,
-) -> Call | None:
-    """``ended_at``: when the line went down, if the network knows better than now."""
+    rows: list[tuple[type[Base], dict[str, Any]]] | None = None,
+) -> MoveRequest:
+    """``ended_at``: when the line went down, if the network knows better than now; ``rows``:
+    written with the completion (the call's recording)."""
     now = ended_at or utcnow()
     duration = whole_seconds(started_at, now)
-    return await move(
-        session,
-        runtime,
+    return MoveRequest(
         HUNG_UP,
         ref,
         {"ended_at": now, "duration": duration, "transcripts": transcript},
         {"reason": reason, "duration": duration},
+        rows=rows or [],
     )
 
 
-async def lease_expired(
-    session: AsyncSession, runtime: Runtime, ref: CallRef, started_at: datetime | None
-) -> Call | None:
+def lease_expired(ref: CallRef, started_at: datetime | None) -> MoveRequest:
     """Fail a call whose worker stopped renewing its lease (checked again in the UPDATE, so a
     renewal that just happened wins)."""
     now = utcnow()
     duration = whole_seconds(started_at, now)
-    return await move(
-        session,
-        runtime,
+    return MoveRequest(
         LEASE_EXPIRED,
         ref,
         {"ended_at": now, "duration": duration},
         {"reason": "the worker holding the call stopped", "duration": duration},
-        also=(Call.lease_expires_at < now,),
+        lease_expired=True,
+    )
+
+
+def analyzed(
+    organization_id: int,
+    call_id: uuid.UUID,
+    summary: str | None,
+    results: list[Any],
+    data: dict[str, Any],
+) -> MoveRequest:
+    """The summary and analysis results of a completed call, and ``call.analyzed``."""
+    return MoveRequest(
+        ANALYZED,
+        CallRef(organization_id, call_id, ""),
+        {"summary": summary, "analysis_results": results},
+        data,
+        held=False,
     )

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane import wakeups
 from callplane.db import async_url
+from callplane.engine.batching import GroupCommit
 from callplane.engine.conversation import ConversationServices, build_services
 from callplane.engine.lifecycle import CallRef
 from callplane.engine.tasks import WORKER_TASKS, WorkerTask, worker_tasks
@@ -87,6 +88,9 @@ class Engine:
         self._listener: Any = None
         self._started = False
         self._moves = asyncio.Semaphore(MOVES_AT_ONCE)
+        #: The calls' moves go through it (one transaction for many calls).
+        self.moves = GroupCommit(self)
+        self.services.moves = self.moves
 
     # -- running ---------------------------------------------------------------------------
 
@@ -95,6 +99,7 @@ class Engine:
 
         tasks = worker_tasks(self._task_names)
         await self.adapter.start(inbound_router(self))
+        self.moves.start()
         if self.runtime.db.backend == "postgresql":
             await self._listen()
         for task in tasks:
@@ -241,6 +246,7 @@ class Engine:
             loop.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
         self._loops.clear()
+        await self.moves.stop()
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 await self._listener.close()

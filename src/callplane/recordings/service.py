@@ -6,6 +6,7 @@ import logging
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -78,23 +79,37 @@ async def store_call_recording(
     The bytes go to storage first and the row is committed after, in its own short
     transaction: a reader never finds a row whose audio is missing.
     """
+    row = await put_call_recording(
+        runtime, organization_id, call_id, content_type, data, started_at
+    )
+    async with runtime.db.session(write=True) as session:
+        session.add(Recording(**row))
+        await session.commit()
+    return uuid.UUID(str(row["id"]))
+
+
+async def put_call_recording(
+    runtime: Runtime,
+    organization_id: int,
+    call_id: uuid.UUID,
+    content_type: str,
+    data: bytes,
+    started_at: datetime | None,
+) -> dict[str, Any]:
+    """Store a platform call's audio; the ``recordings`` row to insert once it is there (the
+    engine inserts it with the call's completion)."""
     recording_id = uuid.uuid4()
     key = recording_key(organization_id, recording_id)
     await runtime.storage.put(key, data, content_type)
-    async with runtime.db.session(write=True) as session:
-        session.add(
-            Recording(
-                organization_id=organization_id,
-                id=recording_id,
-                call_id=call_id,
-                file_name=f"call-{call_id}.{_EXTENSIONS.get(content_type, 'bin')}",
-                # The call carries its own transcript: nothing is left for the transcriber.
-                status="transcribed",
-                started_at=started_at,
-                storage_key=key,
-                content_type=content_type,
-                size_bytes=len(data),
-            )
-        )
-        await session.commit()
-    return recording_id
+    return {
+        "organization_id": organization_id,
+        "id": recording_id,
+        "call_id": call_id,
+        "file_name": f"call-{call_id}.{_EXTENSIONS.get(content_type, 'bin')}",
+        # The call carries its own transcript: nothing is left for the transcriber.
+        "status": "transcribed",
+        "started_at": started_at,
+        "storage_key": key,
+        "content_type": content_type,
+        "size_bytes": len(data),
+    }
