@@ -4,6 +4,8 @@
     .venv/bin/python bench/custom_data.py --no-pocketbase # ours only (table still lists peers
                                                           # already in the results file)
     .venv/bin/python bench/custom_data.py --quick         # smoke run: 2 s per kind, 1 repeat
+    .venv/bin/python bench/custom_data.py --database postgresql   # ours on PostgreSQL, then
+                                                          # the FastAPI + asyncpg floor
 
 What it does, one server at a time on 127.0.0.1:
 1. The dataset: /tmp/bench/customers.db (the shared harness' gen_data.py: 100,000 rows, seed 42),
@@ -24,6 +26,7 @@ What it does, one server at a time on 127.0.0.1:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import shutil
@@ -172,12 +175,147 @@ def commit() -> str:
         return "unknown"
 
 
+PG_ADMIN = os.environ.get("CALLPLANE_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
+
+
+async def _pg_admin(statement: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(f"{PG_ADMIN}/postgres")
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+def create_pg_database() -> str:
+    name = f"callplane_bench_custom_{os.getpid()}"
+    asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}"'))
+    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    return name
+
+
+def drop_pg_database(name: str) -> None:
+    asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+async def _copy_rows_pg(dsn: str, table: str, organization_id: int, source: Path) -> int:
+    import asyncpg
+
+    now = datetime.now(UTC)
+    src = sqlite3.connect(source)
+    try:
+        rows = [
+            (
+                organization_id,
+                i,
+                now,
+                now,
+                name,
+                email,
+                score,
+                bool(active),
+                tier,
+                datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC),
+            )
+            for i, name, email, score, active, tier, ts in src.execute(
+                "SELECT id, name, email, score, active, tier, synced_at FROM customers ORDER BY id"
+            )
+        ]
+    finally:
+        src.close()
+    conn = await asyncpg.connect(dsn)
+    try:
+        columns = [
+            "organization_id",
+            "id",
+            "created_at",
+            "updated_at",
+            "name",
+            "email",
+            "score",
+            "active",
+            "tier",
+            "synced_at",
+        ]
+        await conn.copy_records_to_table(table, records=rows, columns=columns)
+        sequence = f"pg_get_serial_sequence('{table}', 'id')"
+        largest = f'SELECT max(id) FROM "{table}"'  # noqa: S608
+        await conn.execute(f"SELECT setval({sequence}, ({largest}))")
+        await conn.execute(f'ANALYZE "{table}"')
+        return int(await conn.fetchval(f'SELECT count(*) FROM "{table}"'))  # noqa: S608
+    finally:
+        await conn.close()
+
+
+def run_floor_pg(
+    args: argparse.Namespace, dsn: str, table: str, organization_id: int, work: Path
+) -> None:
+    """The FastAPI + asyncpg floor (bench/floor_pg_app.py) on the same table, same load."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "FLOOR_PG_DSN": dsn,
+        "FLOOR_TABLE": table,
+        "FLOOR_ORG": str(organization_id),
+    }
+    cmd = [
+        str(BIN / "uvicorn"),
+        "--app-dir",
+        str(ROOT / "bench"),
+        "floor_pg_app:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(args.workers),
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+    server = start(cmd, env, work / "floor.log")
+    try:
+        wait_ready(f"http://127.0.0.1:{port}/v1/data/customers/1")
+        harness(
+            args,
+            "--profile",
+            "ours",
+            "--base-url",
+            f"http://127.0.0.1:{port}",
+            "--token",
+            "none",
+            "--label",
+            f"floor FastAPI+asyncpg w{args.workers}",
+            "--note",
+            "no auth; one prepared statement (list: page + count); PostgreSQL; uvicorn",
+            "--kinds",
+            args.kinds,
+        )
+    finally:
+        stop(server)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 def run_ours(args: argparse.Namespace, source: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix="callplane-bench-custom-"))
     database = work / "bench.db"
+    postgres = args.database == "postgresql"
+    pg_name = create_pg_database() if postgres else ""
+    dsn = f"{PG_ADMIN}/{pg_name}"
     env = {
         **os.environ,
-        "CALLPLANE_DATABASE_URL": f"sqlite:///{database}",
+        "CALLPLANE_DATABASE_URL": dsn if postgres else f"sqlite:///{database}",
         "CALLPLANE_STORAGE_URL": f"file://{work / 'recordings'}",
         "CALLPLANE_RATE_LIMIT": "1000000000/minute",
         "CALLPLANE_AUTH_FAILURE_LIMIT": "100/minute",
@@ -205,14 +343,20 @@ def run_ours(args: argparse.Namespace, source: Path) -> None:
         wait_ready(f"{base}/v1/openapi.json")
         table = request("POST", f"{base}/v1/data/tables", org["api_key"], CUSTOMERS)["table"]
         assert isinstance(table, dict)
-        count = copy_rows(database, f"udt_{table['id']}", org["id"], source)
+        physical = f"udt_{int(table['id'])}"
+        if postgres:
+            count = asyncio.run(_copy_rows_pg(dsn, physical, org["id"], source))
+        else:
+            count = copy_rows(database, physical, org["id"], source)
         listed = request("GET", f"{base}/v1/data/customers?per_page=1&active=true", org["api_key"])
         log(
             f"loaded {count} rows into udt_{table['id']}; "
             f"{listed['total_count']} active (via the API)"
         )
         label = f"ours callplane {commit()} w{args.workers}"
-        note = "API key; rate limit on (never refusing); SQLite; uvicorn"
+        backend = "PostgreSQL" if postgres else "SQLite"
+        label += f" {backend}" if postgres else ""
+        note = f"API key; rate limit on (never refusing); {backend}; uvicorn"
         harness(
             args,
             "--profile",
@@ -228,8 +372,13 @@ def run_ours(args: argparse.Namespace, source: Path) -> None:
             "--kinds",
             args.kinds,
         )
+        if postgres:
+            stop(server)
+            run_floor_pg(args, dsn, physical, org["id"], work)
     finally:
         stop(server)
+        if postgres:
+            drop_pg_database(pg_name)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
         else:
@@ -287,6 +436,13 @@ def main() -> None:
     parser.add_argument("--kinds", default="list,get,patch")
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 s, 1 repeat, no warm-up")
     parser.add_argument("--no-pocketbase", action="store_true")
+    parser.add_argument(
+        "--database",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="postgresql: ours on a fresh PostgreSQL database, then the FastAPI + asyncpg floor "
+        "(bench/floor_pg_app.py) instead of PocketBase",
+    )
     parser.add_argument("--pb-venv", type=Path, default=Path("/tmp/bench/pb-venv"))
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--keep", action="store_true", help="keep the temp dir of our server")
@@ -294,15 +450,13 @@ def main() -> None:
     if args.quick:
         args.duration, args.repeat, args.warmup = 2, 1, 0
     if args.port == 0:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            args.port = probe.getsockname()[1]
+        args.port = free_port()
     if shutil.which("wrk") is None:
         sys.exit("wrk is required: apt-get install -y wrk (or ../shared/bench/setup_env.sh)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     source = dataset()
     run_ours(args, source)
-    if not args.no_pocketbase:
+    if not args.no_pocketbase and args.database == "sqlite":
         run_pocketbase(args, source)
     print()
     subprocess.run(

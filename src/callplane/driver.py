@@ -20,6 +20,7 @@ row reads back exactly as it does through the session; driver errors are raised 
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from callplane import jsonvalues
 from callplane.sqlite_inline import InlineConnection, begin_immediate
 
 _Processor = Callable[[Any], Any] | None
@@ -172,9 +174,13 @@ def _postgres_error(prepared: Prepared, arguments: list[Any], error: Exception) 
 class _Postgres(DriverConnection):
     """asyncpg's own statement cache prepares each SQL text once per connection."""
 
-    def __init__(self, connection: asyncpg.Connection, dialect: Dialect) -> None:
+    def __init__(
+        self, connection: asyncpg.Connection, dialect: Dialect, transaction: Any = None
+    ) -> None:
         super().__init__(dialect)
         self._conn = connection
+        #: the transaction of a ``PostgresPool`` connection (None: the session's)
+        self._transaction = transaction
 
     async def fetchone(
         self, prepared: Prepared, values: Mapping[str, Any]
@@ -267,7 +273,7 @@ class SqlitePool:
             raise exc.DBAPIError.instance("BEGIN", [], error, sqlite3.Error) from error
         return _Sqlite(conn, self._dialect)
 
-    def end(self, connection: DriverConnection, *, commit: bool) -> None:
+    async def end(self, connection: DriverConnection, *, commit: bool) -> None:
         assert isinstance(connection, _Sqlite)
         conn = connection._conn
         try:
@@ -283,15 +289,99 @@ class SqlitePool:
         else:
             conn.close()
 
-    def close(self) -> None:
+    async def close(self) -> None:
         while self._idle:
             self._idle.pop().close()
 
 
-def pool_for(engine: AsyncEngine, busy_timeout_ms: int) -> SqlitePool | None:
-    """The pool of own transactions for an engine's database (SQLite only for now: on
-    PostgreSQL such requests use the session's connection)."""
+def _json_decoder(raw: bytes) -> Any:
+    return jsonvalues.loads(raw.decode())
+
+
+def _jsonb_encoder(text: str) -> bytes:
+    return b"\x01" + text.encode()  # jsonb's binary format: a version byte, then the text
+
+
+def _jsonb_decoder(raw: bytes) -> Any:
+    return jsonvalues.loads(raw[1:].decode())
+
+
+class PostgresPool:
+    """The same as ``SqlitePool`` on PostgreSQL: asyncpg connections of a pool of their own
+    (opened on first use, in the serving process), with the JSON codecs SQLAlchemy's asyncpg
+    dialect installs on its connections, so the compiled statements' conversions hold."""
+
+    def __init__(self, dsn: str, dialect: Dialect, size: int = 10) -> None:
+        self._dsn = dsn
+        self._dialect = dialect
+        self._size = size
+        self._pool: asyncpg.Pool | None = None
+        self._opening = asyncio.Lock()
+
+    @staticmethod
+    async def _setup(conn: asyncpg.Connection) -> None:
+        await conn.set_type_codec(
+            "json", encoder=str.encode, decoder=_json_decoder, schema="pg_catalog", format="binary"
+        )
+        await conn.set_type_codec(
+            "jsonb",
+            encoder=_jsonb_encoder,
+            decoder=_jsonb_decoder,
+            schema="pg_catalog",
+            format="binary",
+        )
+
+    async def _opened(self) -> asyncpg.Pool:
+        async with self._opening:
+            if self._pool is None:
+                self._pool = await asyncpg.create_pool(
+                    self._dsn, min_size=0, max_size=self._size, init=self._setup
+                )
+        return self._pool
+
+    async def begin(self, *, write: bool) -> DriverConnection:
+        pool = self._pool or await self._opened()
+        conn = await pool.acquire()
+        transaction = conn.transaction()
+        try:
+            await transaction.start()
+        except BaseException as error:
+            await pool.release(conn)
+            if isinstance(error, asyncpg.PostgresError | asyncpg.InterfaceError):
+                raise _postgres_error(_BEGIN, [], error) from error
+            raise
+        return _Postgres(conn, self._dialect, transaction)
+
+    async def end(self, connection: DriverConnection, *, commit: bool) -> None:
+        assert isinstance(connection, _Postgres) and self._pool is not None
+        try:
+            if commit:
+                await connection._transaction.commit()
+            else:
+                await connection._transaction.rollback()
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            raise _postgres_error(_COMMIT, [], error) from error
+        finally:
+            await self._pool.release(connection._conn)
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+
+
+_BEGIN = Prepared("BEGIN", (), {}, ())
+_COMMIT = Prepared("COMMIT", (), {}, ())
+
+#: A pool of transactions of their own (``SqlitePool`` or ``PostgresPool``).
+OwnPool = SqlitePool | PostgresPool
+
+
+def pool_for(engine: AsyncEngine, busy_timeout_ms: int) -> OwnPool | None:
+    """The pool of own transactions for an engine's database."""
     url = engine.url
+    if url.get_backend_name() == "postgresql":
+        dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        return PostgresPool(dsn, engine.dialect)
     if url.get_backend_name() != "sqlite" or not url.database:
         return None
     return SqlitePool(url.database, engine.dialect, busy_timeout_ms)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from callplane.custom_data.catalog import Catalog
 from callplane.db import SQLITE_BUSY_TIMEOUT_MS, Database
-from callplane.driver import SqlitePool, pool_for
+from callplane.driver import OwnPool, pool_for
 from callplane.keycache import KeyCache
 from callplane.media.signing import RecordingSigner
 from callplane.media.storage import Storage, storage_from_settings
@@ -31,7 +31,7 @@ class Runtime:
     #: Custom data table schemas this process has seen (``custom_data.catalog``).
     catalog: Catalog = field(init=False)
     #: Transactions without a session for the hot custom-data requests (None: use the session).
-    own_transactions: SqlitePool | None = field(init=False)
+    own_transactions: OwnPool | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.catalog = Catalog(self.db.backend)
@@ -50,5 +50,5 @@ class Runtime:
 
     async def close(self) -> None:
         if self.own_transactions is not None:
-            self.own_transactions.close()
+            await self.own_transactions.close()
         await self.db.dispose()

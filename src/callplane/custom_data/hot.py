@@ -151,15 +151,15 @@ class HotRecords:
             try:
                 result = await operation(own, table)
             except (NotFound, InvalidInput, DBAPIError):
-                pool.end(own, commit=False)
+                await pool.end(own, commit=False)
             except BaseException:
-                pool.end(own, commit=False)
+                await pool.end(own, commit=False)
                 raise
             else:
                 if settled is None or settled(result):
-                    pool.end(own, commit=True)
+                    await pool.end(own, commit=True)
                     return result
-                pool.end(own, commit=False)
+                await pool.end(own, commit=False)
         session = await get_session(request)
 
         async def on_session(schema: TableSchema) -> dict[str, Any]:
