@@ -2,11 +2,12 @@
 
 Each round takes due jobs (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so workers share them) and
 holds them for the timeout plus a margin (``locked_until``: a worker that dies lets them go).
-Every attempt runs as its own task, bounded in total and per endpoint, so a slow or dead receiver
-only ever occupies its own few slots: calls and other receivers never wait for it. Results are
-written in batches: one delivery-log row per attempt, then the job is done (2xx, or no attempt
-left) or scheduled for the next attempt of CALLPLANE_WEBHOOK_RETRY_SCHEDULE (seconds after the
-first try).
+Every attempt runs as its own task, bounded in total and per endpoint (a claim keeps no more of
+an endpoint's jobs than its free slots), so a slow or dead receiver only ever occupies its own
+few slots: calls and other receivers never wait for it. Requests share one pooled client
+(keep-alive connections). Results are written in batches, with multi-row statements: one
+delivery-log row per attempt, then the job is done (2xx, or no attempt left) or scheduled for the
+next attempt of CALLPLANE_WEBHOOK_RETRY_SCHEDULE (seconds after the first try).
 
 Requests are signed per Standard Webhooks, do not follow redirects (a 3xx is a failed attempt),
 read at most ``RESPONSE_BYTES`` of the response, and go only to public addresses unless
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import httpx
-from sqlalchemy import and_, delete, exists, or_, select, update
+from sqlalchemy import and_, delete, exists, insert, or_, select, tuple_, update
 from sqlalchemy.orm import aliased
 
 from callplane import wakeups
@@ -39,9 +40,11 @@ from callplane.webhooks.signing import signed_headers
 log = logging.getLogger("callplane.webhooks.delivery")
 
 CLAIM_BATCH = 200
-MAX_IN_FLIGHT = 256
+MAX_IN_FLIGHT = 512
 #: Attempts in flight per endpoint and worker: what one slow receiver can take.
-PER_ENDPOINT = 16
+PER_ENDPOINT = 64
+#: Connection pools of a worker (see ``Deliverer``).
+POOLS = 16
 RESPONSE_BYTES = 4096
 #: Held past the timeout before another worker may take a job whose worker vanished.
 LOCK_MARGIN_SECONDS = 30.0
@@ -82,12 +85,22 @@ class Deliverer:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.settings = engine.settings
-        self.client = httpx.AsyncClient(
-            transport=webhook_transport(self.settings.webhook_allow_private_networks),
-            timeout=httpx.Timeout(self.settings.webhook_timeout_seconds),
-            follow_redirects=False,
-            trust_env=False,
-        )
+        # Several pools, attempts spread round-robin: httpcore looks at every connection of a
+        # pool for every request, so one pool of hundreds of connections costs more CPU than
+        # the requests themselves.
+        self.clients = [
+            httpx.AsyncClient(
+                transport=webhook_transport(
+                    self.settings.webhook_allow_private_networks,
+                    max_connections=MAX_IN_FLIGHT // POOLS,
+                ),
+                timeout=httpx.Timeout(self.settings.webhook_timeout_seconds),
+                follow_redirects=False,
+                trust_env=False,
+            )
+            for _ in range(POOLS)
+        ]
+        self._turn = 0
         self.in_flight: dict[uuid.UUID, int] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.results: list[_Result] = []
@@ -100,15 +113,16 @@ class Deliverer:
         if room <= 0:
             return False
         want = min(CLAIM_BATCH, room)
-        jobs = await self._claim(want)
+        jobs, more = await self._claim(want)
         for job in jobs:
             self.in_flight[job.endpoint_id] = self.in_flight.get(job.endpoint_id, 0) + 1
             task = asyncio.create_task(self._attempt(job))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
-        return len(jobs) == want
+        return more
 
-    async def _claim(self, want: int) -> list[_Job]:
+    async def _claim(self, want: int) -> tuple[list[_Job], bool]:
+        """Due jobs this worker may start now, and whether more may be waiting."""
         now = utcnow()
         busy = [e for e, n in self.in_flight.items() if n >= PER_ENDPOINT]
         earlier = aliased(WebhookJob)
@@ -154,21 +168,34 @@ class Deliverer:
         )
         async with self.engine.runtime.db.session(write=True) as session:
             rows = (await session.execute(query)).all()
-            if not rows:
+            # An endpoint gets no more than its free slots: the rest stay locked only until this
+            # transaction ends, for the next round or another worker (a slow receiver never
+            # holds more than PER_ENDPOINT attempts of a worker).
+            free = {e: PER_ENDPOINT - n for e, n in self.in_flight.items()}
+            kept = []
+            for row in rows:
+                endpoint_id = row[0].endpoint_id
+                if free.get(endpoint_id, PER_ENDPOINT) > 0:
+                    free[endpoint_id] = free.get(endpoint_id, PER_ENDPOINT) - 1
+                    kept.append(row)
+            if not kept:
                 await session.rollback()
-                return []
-            for job, *_ in rows:
-                await session.execute(
+                return [], False
+            await session.execute(
+                across_organizations(
                     update(WebhookJob)
                     .where(
-                        WebhookJob.organization_id == job.organization_id,
-                        WebhookJob.id == job.id,
+                        tuple_(WebhookJob.organization_id, WebhookJob.id).in_(
+                            [(job.organization_id, job.id) for job, *_ in kept]
+                        )
                     )
                     .values(locked_until=hold_until)
-                    .execution_options(synchronize_session=False)
+                    .execution_options(synchronize_session=False),
+                    "the delivery worker holds the jobs it locked, named by (organization, id)",
                 )
+            )
             await session.commit()
-        return [
+        jobs = [
             _Job(
                 organization_id=job.organization_id,
                 id=job.id,
@@ -182,8 +209,9 @@ class Deliverer:
                 first_attempt_at=job.first_attempt_at,
                 retries=job.retries,
             )
-            for job, event_type, body, endpoint in rows
+            for job, event_type, body, endpoint in kept
         ]
+        return jobs, len(rows) == want
 
     # -- one attempt ---------------------------------------------------------------------
 
@@ -208,6 +236,8 @@ class Deliverer:
             self.in_flight[job.endpoint_id] -= 1
             if self.in_flight[job.endpoint_id] <= 0:
                 del self.in_flight[job.endpoint_id]
+            # A slot is free: take the next due job now, not after the results are written.
+            wakeups.local.wake(wakeups.WEBHOOKS)
         duration_ms = int((time.monotonic() - started) * 1000)
         self.results.append(_Result(job, at, status_code, error, duration_ms))
         self.results_ready.set()
@@ -216,7 +246,8 @@ class Deliverer:
         headers = signed_headers(job.secret, str(job.event_id), at, job.body)
         headers["content-type"] = "application/json"
         headers["user-agent"] = USER_AGENT
-        async with self.client.stream(
+        self._turn = (self._turn + 1) % POOLS
+        async with self.clients[self._turn].stream(
             "POST", job.url, content=job.body.encode(), headers=headers
         ) as response:
             read = 0
@@ -234,47 +265,62 @@ class Deliverer:
         if not results:
             return
         delays = self.settings.webhook_retry_delays
+        log_rows: list[dict[str, object]] = []
+        finished: list[tuple[int, uuid.UUID]] = []
+        again: list[tuple[_Job, datetime, datetime]] = []
+        for result in results:
+            job = result.job
+            first = job.first_attempt_at or result.at
+            next_at: datetime | None = None
+            if not result.delivered and job.retries and job.attempt < len(delays):
+                next_at = max(first + timedelta(seconds=delays[job.attempt]), result.at)
+            log_rows.append(
+                {
+                    "organization_id": job.organization_id,
+                    "id": uuid.uuid4(),
+                    "endpoint_id": job.endpoint_id,
+                    "event_id": job.event_id,
+                    "event_type": job.event_type,
+                    "attempt": job.attempt,
+                    "status_code": result.status_code,
+                    "error": result.error,
+                    "duration_ms": result.duration_ms,
+                    "created_at": result.at,
+                    "next_attempt_at": next_at,
+                    "delivered": result.delivered,
+                }
+            )
+            if next_at is None:
+                finished.append((job.organization_id, job.id))
+            else:
+                again.append((job, first, next_at))
+        # One INSERT for the log, one DELETE for the finished jobs; retries (rare) one by one.
         async with self.engine.runtime.db.session(write=True) as session:
-            for result in results:
-                job = result.job
-                first = job.first_attempt_at or result.at
-                next_at: datetime | None = None
-                if not result.delivered and job.retries and job.attempt < len(delays):
-                    next_at = max(first + timedelta(seconds=delays[job.attempt]), result.at)
-                session.add(
-                    WebhookDelivery(
-                        organization_id=job.organization_id,
-                        id=uuid.uuid4(),
-                        endpoint_id=job.endpoint_id,
-                        event_id=job.event_id,
-                        event_type=job.event_type,
-                        attempt=job.attempt,
-                        status_code=result.status_code,
-                        error=result.error,
-                        duration_ms=result.duration_ms,
-                        created_at=result.at,
-                        next_attempt_at=next_at,
-                        delivered=result.delivered,
+            await session.execute(insert(WebhookDelivery), log_rows)
+            if finished:
+                await session.execute(
+                    across_organizations(
+                        delete(WebhookJob).where(
+                            tuple_(WebhookJob.organization_id, WebhookJob.id).in_(finished)
+                        ),
+                        "the delivery worker ends the jobs it tried, named by (organization, id)",
                     )
                 )
-                where = (
-                    WebhookJob.organization_id == job.organization_id,
-                    WebhookJob.id == job.id,
-                )
-                if next_at is None:
-                    await session.execute(delete(WebhookJob).where(*where))
-                else:
-                    await session.execute(
-                        update(WebhookJob)
-                        .where(*where)
-                        .values(
-                            attempt=job.attempt + 1,
-                            first_attempt_at=first,
-                            due_at=next_at,
-                            locked_until=None,
-                        )
-                        .execution_options(synchronize_session=False)
+            for job, first, next_at in again:
+                await session.execute(
+                    update(WebhookJob)
+                    .where(
+                        WebhookJob.organization_id == job.organization_id,
+                        WebhookJob.id == job.id,
                     )
+                    .values(
+                        attempt=job.attempt + 1,
+                        first_attempt_at=first,
+                        due_at=next_at,
+                        locked_until=None,
+                    )
+                    .execution_options(synchronize_session=False)
+                )
             await session.commit()
         # Later events of the same calls may now go; retries may be due soon.
         wakeups.local.wake(wakeups.WEBHOOKS)
@@ -296,7 +342,8 @@ class Deliverer:
             task.cancel()
         with contextlib.suppress(Exception):
             await self.flush()
-        await self.client.aclose()
+        for client in self.clients:
+            await client.aclose()
 
 
 def _describe(exc: httpx.HTTPError) -> str:

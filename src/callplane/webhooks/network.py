@@ -140,8 +140,12 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
         )
 
 
-def webhook_transport(allow_private_networks: bool) -> httpx.AsyncHTTPTransport:
+def webhook_transport(
+    allow_private_networks: bool, *, max_connections: int = 200
+) -> httpx.AsyncHTTPTransport:
     if allow_private_networks:
-        limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+        limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
         return httpx.AsyncHTTPTransport(trust_env=False, limits=limits)
-    return GuardedTransport()
+    return GuardedTransport(max_connections=max_connections)
