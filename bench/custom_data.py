@@ -334,11 +334,30 @@ def run_ours(args: argparse.Namespace, source: Path) -> None:
         ).stdout
     )
     base = f"http://127.0.0.1:{args.port}"
-    server = start(
-        [callplane, "serve", "--port", str(args.port), "--workers", str(args.workers)],
-        env,
-        work / "serve.log",
-    )
+    serve = [callplane, "serve", "--port", str(args.port), "--workers", str(args.workers)]
+    if args.server == "granian":
+        # The same app under granian, for comparing servers (callplane serve runs uvicorn).
+        serve = [
+            str(BIN / "granian"),
+            "--interface",
+            "asgi",
+            "--factory",
+            "--loop",
+            "uvloop",
+            "--http",
+            "1",
+            "--no-ws",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(args.port),
+            "--workers",
+            str(args.workers),
+            "--log-level",
+            "warning",
+            "callplane.app:create_app_from_env",
+        ]
+    server = start(serve, env, work / "serve.log")
     try:
         wait_ready(f"{base}/v1/openapi.json")
         table = request("POST", f"{base}/v1/data/tables", org["api_key"], CUSTOMERS)["table"]
@@ -356,7 +375,8 @@ def run_ours(args: argparse.Namespace, source: Path) -> None:
         label = f"ours callplane {commit()} w{args.workers}"
         backend = "PostgreSQL" if postgres else "SQLite"
         label += f" {backend}" if postgres else ""
-        note = f"API key; rate limit on (never refusing); {backend}; uvicorn"
+        note = f"API key; rate limit on (never refusing); {backend}; {args.server}"
+        label += " granian" if args.server == "granian" else ""
         harness(
             args,
             "--profile",
@@ -436,6 +456,12 @@ def main() -> None:
     parser.add_argument("--kinds", default="list,get,patch")
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 s, 1 repeat, no warm-up")
     parser.add_argument("--no-pocketbase", action="store_true")
+    parser.add_argument(
+        "--server",
+        choices=("uvicorn", "granian"),
+        default="uvicorn",
+        help="granian: the same app under granian (needs granian in the venv), to compare",
+    )
     parser.add_argument(
         "--database",
         choices=("sqlite", "postgresql"),
