@@ -57,3 +57,19 @@ def test_resampling_keeps_the_band_and_removes_what_would_alias() -> None:
     # 6 kHz would fold to 2 kHz at 8 kHz; the filter leaves next to nothing of it.
     assert rms(high[100:-100]) < 150
     assert tone_power(high[100:-100], 2000) < tone_power(low[100:-100], 1000) / 1000
+
+
+def test_the_vectorised_resampler_is_the_same_filter_as_the_pure_python_one() -> None:
+    from callplane.speech.synthesis import _kernel, _resample_numpy, _resample_python
+
+    pytest.importorskip("numpy")
+    rate = 22050
+    speech = array("h", EspeakSynthesizer().synthesize("Friday at nine is free.", rate))
+    kernel = _kernel(0.45 * 8000 / rate)
+
+    fast = _resample_numpy(speech, rate, 8000, kernel)
+    slow = _resample_python(speech, rate, 8000, kernel)
+
+    assert len(fast) == len(slow) > 8000
+    # Only the order of the float additions differs: at most one step of rounding apart.
+    assert max(abs(a - b) for a, b in zip(fast, slow, strict=True)) <= 1

@@ -102,6 +102,7 @@ class Listener:
         detector = self._detector()
         speech_started = time.monotonic()
         guess: asyncio.Task[str] | None = None
+        guessed_audio = b""
         delivered: asyncio.Task[None] | None = None
         try:
             while True:
@@ -120,15 +121,17 @@ class Listener:
                         out.put_nowait(CallerSpeaking(speech_started))
                     elif isinstance(event, SpeechPaused):
                         guess = asyncio.create_task(self._recognise(event.audio))
+                        guessed_audio = event.audio
                     elif isinstance(event, TurnEnded):
-                        # The pause's guess heard this very audio unless the turn was cut at its
-                        # longest (no pause before the end).
-                        if guess is None or event.silence_seconds == 0:
+                        # The last pause's guess is the turn's text only if it heard this very
+                        # audio: the caller may have spoken again after it, and a turn cut at
+                        # its longest may end mid-word after an earlier pause.
+                        if guess is None or guessed_audio != event.audio:
                             guess = asyncio.create_task(self._recognise(event.audio))
                         ended = time.monotonic() - event.silence_seconds
                         turn = CallerSaid("", speech_started, ended)
                         delivered = asyncio.create_task(_deliver(delivered, guess, turn, out))
-                        guess = None
+                        guess, guessed_audio = None, b""
             if delivered is not None:
                 # The caller hung up: their last words still count, if recognised promptly.
                 await asyncio.wait({delivered}, timeout=LAST_TURN_SECONDS)

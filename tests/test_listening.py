@@ -1,0 +1,106 @@
+"""The listener's early recognition: a guess started at the caller's first pause is the turn's
+text only when the turn ended on exactly the audio it heard; the call's keyterms reach the
+recogniser as hints."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+
+from callplane.engine.listening import CallerSaid, Listener
+from callplane.speech.base import Segment, Transcriber
+from callplane.speech.vad import TurnDetector, TurnEnded, TurnEvent
+from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame
+
+
+class Scripted:
+    """Frame decisions read from a script (1 = speech), so turns, pauses and cuts fall on known
+    frames."""
+
+    def __init__(self, script: str) -> None:
+        self._script = iter(script)
+
+    def is_speech(self, frame: bytes) -> bool:
+        return next(self._script, "0") == "1"
+
+
+class Recorder(TurnDetector):
+    def __init__(self, script: str, **options: float) -> None:
+        super().__init__(Scripted(script), **options)  # type: ignore[arg-type]
+        self.ended: list[bytes] = []
+
+    def push(self, pcm: bytes) -> list[TurnEvent]:
+        events = super().push(pcm)
+        self.ended += [e.audio for e in events if isinstance(e, TurnEnded)]
+        return events
+
+
+class Lengths(Transcriber):
+    """Says how much audio it was given."""
+
+    def __init__(self) -> None:
+        self.heard: list[int] = []
+        self.hints: list[tuple[str, ...]] = []
+
+    def transcribe(
+        self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
+    ) -> list[Segment]:
+        self.heard.append(len(pcm))
+        self.hints.append(tuple(hints))
+        return [Segment(text=f"{len(pcm)} bytes", start=0.0, end=1.0, confidence=1.0)]
+
+
+class Frames(Connection):
+    def __init__(self, count: int) -> None:
+        super().__init__(media="audio")
+        self._count = count
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        for _ in range(self._count):
+            yield AudioFrame(bytes(FRAME_BYTES))
+
+    async def play(self, frame: Frame) -> None:
+        pass
+
+    async def interrupt(self) -> None:
+        pass
+
+    async def hangup(self) -> None:
+        pass
+
+    async def wait_ended(self) -> EndedBy:
+        return "remote"
+
+
+SPEECH, PAUSE, END = "1" * 10, "0" * 15, "0" * 30  # 20 ms frames: the pause guess fires at 12
+
+
+@pytest.mark.parametrize(
+    ("script", "options", "recognitions"),
+    [
+        # The pause's guess heard the whole turn: it is the turn's text, recognised once.
+        pytest.param(SPEECH + END, {}, 1, id="ended-at-the-pause"),
+        # The caller went on after a pause: the later pause's guess, not the first, is used.
+        pytest.param(SPEECH + PAUSE + SPEECH * 2 + END, {}, 2, id="spoke-again"),
+        # Cut at its longest 5 frames into a silence, after an earlier pause: that pause's
+        # guess heard only the start, so the whole turn is recognised anew.
+        pytest.param(
+            SPEECH + PAUSE + SPEECH * 2 + END, {"max_turn_seconds": 1.0}, 2, id="cut-at-longest"
+        ),
+    ],
+)
+async def test_the_turns_text_is_recognised_from_all_of_its_audio(
+    script: str, options: dict[str, float], recognitions: int
+) -> None:
+    detector = Recorder(script, **options)
+    transcriber = Lengths()
+    listener = Listener(
+        Frames(len(script)), transcriber=transcriber, hints=["Acme"], detector=lambda: detector
+    )
+
+    said = [e for e in [e async for e in listener.events()] if isinstance(e, CallerSaid)]
+
+    assert [e.text for e in said] == [f"{len(audio)} bytes" for audio in detector.ended]
+    assert len(said) == 1 and len(transcriber.heard) == recognitions
+    assert set(transcriber.hints) == {("Acme",)}  # the call's keyterms, as hints
