@@ -20,10 +20,14 @@ from tests.test_sip_calls import TERMINAL, _place, _recording, _sip_app, _until
 pytestmark = requires_sipp
 
 RATE = 8000
+# Long enough that a caller speaking 9 s in interrupts it before its last sentence begins,
+# whether the reply starts 0.6 s after their turn (a quiet machine) or several seconds after:
+# a sentence begun is kept whole in the transcript, so a cut needs one not yet begun.
 LONG_REPLY = (
     "Certainly, I can help you with that booking today. We have tables available on Friday "
     "evening from six until ten o'clock. Our terrace is open when the weather is good, and we "
-    "can also arrange a birthday cake if you would like one."
+    "can also arrange a birthday cake if you would like one. Please tell me how many guests "
+    "will be joining you, and whether anyone in your party has allergies we should know about."
 )
 
 
@@ -117,7 +121,7 @@ async def test_a_caller_who_speaks_over_the_agent_cuts_its_line(
     first = _speech("Hello, can you hear me?")
     second = _speech("Sorry, I have to go now.")
     # The second line starts 9 s after the first ends: well inside the agent's long reply
-    # (about 12 s of speech) whether recognition takes a fraction of a second or several.
+    # (about 18 s of speech) whether recognition takes a fraction of a second or several.
     audio = pcmu_file(_silence(0.3) + first + _silence(9.0) + second, tmp_path, "caller.pcmu")
     # Generous limits: recognition on a loaded 2-core machine can take seconds per turn.
     sipp = await start_sipp(answer_scenario(tmp_path, audio, hangup="near"), timeout_seconds=90)
