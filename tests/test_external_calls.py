@@ -138,6 +138,13 @@ async def test_hidden_and_unplayable_legs(app, client):
     assert body["recording_count"] == 4
     # Awaiting redaction and without audio: visible, but no URL.
     assert url_leg_ids(body) == [LEG_1, LEG_6]
+    # The list reads a page's legs in a statement of its own: the same legs, URLs and body.
+    response = await client.get("/v1/external_calls", headers=org.headers)
+    (listed,) = response.json()["external_calls"]
+    assert url_leg_ids(listed) == [LEG_1, LEG_6]
+    assert {k: v for k, v in listed.items() if k != "recording_presigned_urls"} == {
+        k: v for k, v in body.items() if k != "recording_presigned_urls"
+    }
 
 
 async def test_no_playable_leg_gives_empty_url_list(app, client):

@@ -19,13 +19,13 @@ from callplane.external_calls.schemas import (
     ExternalCallList,
     Recording,
 )
-from callplane.external_calls.wire import wire_call, wire_leg
+from callplane.external_calls.wire import call_json, wire_call, wire_leg
 from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import EXTERNAL_CALLS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router, streamed_body
 from callplane.pagination import total_pages
-from callplane.recordings.service import sign_recordings
+from callplane.recordings.service import sign_rows
 
 router = family_router(EXTERNAL_CALLS, tags=["external_calls"])
 
@@ -39,13 +39,13 @@ async def list_external_calls(
     page_size: Annotated[int, Query(ge=1, le=100, description="Calls per page")] = 20,
 ) -> Response:
     """External call sessions of the organization, newest first."""
-    calls, total, legs = await service.list_external_calls(
+    calls, total = await service.read_external_calls(
         session, tenant.organization_id, page, page_size
     )
-    urls = await sign_recordings(runtime, [leg for c in calls for leg in legs[c.id]])
+    urls = await sign_rows(runtime, [leg for _, legs in calls for leg in legs])
     return json_response(
         {
-            "external_calls": [wire_call(c, legs[c.id], urls) for c in calls],
+            "external_calls": [call_json(call, legs, urls) for call, legs in calls],
             "total_count": total,
             "page": page,
             "page_size": page_size,
@@ -65,9 +65,9 @@ async def get_external_call(
 ) -> Response:
     """An external call session with its visible recording legs, their transcripts and summaries,
     and signed playback URLs (valid one hour) for the playable legs."""
-    call, legs = await service.get_external_call(session, tenant.organization_id, uuid)
-    urls = await sign_recordings(runtime, legs)
-    return json_response(wire_call(call, legs, urls))
+    call, legs = await service.read_external_call(session, tenant.organization_id, uuid)
+    urls = await sign_rows(runtime, legs)
+    return json_response(call_json(call, legs, urls))
 
 
 @router.post(

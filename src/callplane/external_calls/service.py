@@ -7,14 +7,16 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, bindparam, func, select
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.driver import Prepared, driver_connection
 from callplane.errors import NotFound
 from callplane.models.base import utcnow
 from callplane.models.external_calls import ExternalCall, Recording
 from callplane.pagination import count, offset
-from callplane.tenancy import select_owned
+from callplane.tenancy import owned_by, select_owned
 
 #: A leg's transcript and summary are shown once its processing is complete (SPEC rule 1).
 PROCESSED_STATUS = "transcribed"
@@ -53,6 +55,179 @@ async def get_external_call(
         raise NotFound("External call not found")
     legs = await visible_legs(session, organization_id, [call.id])
     return call, legs[call.id]
+
+
+# The two reads of the API (one call, a page of calls) are the hot paths of this module: each is
+# one statement compiled once per dialect and run on the driver connection of the request's
+# transaction (callplane.driver, the style of custom data's hot paths), and returns plain rows
+# that the wire functions turn into JSON without building ORM objects. Writes and the worker
+# stay on the ORM session: they run a few times per leg, not per read.
+
+#: Columns of a call in a read; ``wire.call_json`` takes rows with these keys.
+_CALL_COLUMNS = (
+    "id",
+    "external_call_id",
+    "title",
+    "direction",
+    "from_number",
+    "to_number",
+    "duration_seconds",
+    "started_at",
+    "status",
+    "source_id",
+    "source_name",
+    "source_provider",
+    "created_at",
+    "updated_at",
+)
+#: Columns of a visible leg in a read (``wire.leg_json``, ``recordings.service.sign_rows``);
+#: in the joined row they are prefixed ``leg_``.
+_LEG_COLUMNS = (
+    "id",
+    "organization_id",
+    "file_name",
+    "status",
+    "started_at",
+    "transcript",
+    "summary",
+    "created_at",
+    "updated_at",
+    "storage_key",
+    "content_type",
+    "awaiting_redaction",
+)
+_LEG_PREFIX = "leg_"
+_LEG_LABELS = tuple((_LEG_PREFIX + name, name) for name in _LEG_COLUMNS)
+
+_statements: dict[tuple[str, str], Prepared] = {}
+
+
+def _prepared(name: str, dialect: Dialect, build: Any) -> Prepared:
+    key = (name, dialect.name)
+    found = _statements.get(key)
+    if found is None:
+        found = _statements[key] = Prepared.compile(build(), dialect)
+    return found
+
+
+def _with_legs(calls: Any) -> Any:
+    """SELECT the call columns of ``calls`` (the table or a subquery of it) and its visible legs,
+    one row per leg (one row with null leg columns for a call without any), legs chronological:
+    started_at, then id, legs without a start time last on both backends."""
+    leg = Recording.__table__
+    return (
+        select(
+            *(calls.c[name] for name in _CALL_COLUMNS),
+            *(leg.c[name].label(_LEG_PREFIX + name) for name in _LEG_COLUMNS),
+        )
+        .select_from(
+            calls.outerjoin(
+                leg,
+                and_(
+                    # Anchored on the parameter itself, not on ``calls``: a subquery's
+                    # organization is not visible to the tenancy check (tests/tenancy_check.py).
+                    owned_by(leg, bindparam("org")),
+                    leg.c.external_call_id == calls.c.id,
+                    leg.c.deleted.is_(False),
+                    leg.c.excluded.is_(False),
+                ),
+            )
+        )
+        .order_by(leg.c.started_at.is_(None), leg.c.started_at, leg.c.id)
+    )
+
+
+def _build_get() -> Any:
+    call = ExternalCall.__table__
+    return _with_legs(call).where(owned_by(call, bindparam("org")), call.c.id == bindparam("id"))
+
+
+def _page(call: Any) -> Any:
+    return (
+        select(call)
+        .where(owned_by(call, bindparam("org")))
+        .order_by(call.c.created_at.desc(), call.c.id.desc())
+        .limit(bindparam("limit"))
+        .offset(bindparam("offset"))
+    )
+
+
+def _build_page() -> Any:
+    call = ExternalCall.__table__
+    return _page(call).with_only_columns(*(call.c[name] for name in _CALL_COLUMNS))
+
+
+def _build_page_legs() -> Any:
+    """The visible legs of the same page (the page selected again inside: one statement, no
+    list of ids to bind), by call, each call's legs chronological."""
+    call = ExternalCall.__table__
+    leg = Recording.__table__
+    page = _page(call).with_only_columns(call.c.id).subquery("page")
+    return (
+        select(leg.c.external_call_id, *(leg.c[name] for name in _LEG_COLUMNS))
+        .select_from(leg.join(page, leg.c.external_call_id == page.c.id))
+        .where(
+            owned_by(leg, bindparam("org")),
+            leg.c.deleted.is_(False),
+            leg.c.excluded.is_(False),
+        )
+        .order_by(leg.c.external_call_id, leg.c.started_at.is_(None), leg.c.started_at, leg.c.id)
+    )
+
+
+def _build_count() -> Any:
+    call = ExternalCall.__table__
+    return select(func.count()).select_from(call).where(owned_by(call, bindparam("org")))
+
+
+def _group(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Joined rows (ordered by call) as calls, each with its legs."""
+    out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    current: Any = None
+    for row in rows:
+        if current is None or row["id"] != current[0]["id"]:
+            current = ({name: row[name] for name in _CALL_COLUMNS}, [])
+            out.append(current)
+        if row["leg_id"] is not None:
+            current[1].append(_text_id({name: row[label] for label, name in _LEG_LABELS}))
+    return out
+
+
+def _text_id(leg: dict[str, Any]) -> dict[str, Any]:
+    # The id is needed as text three times (the leg, its URL, the URL's MAC): converted once.
+    leg["id"] = str(leg["id"])
+    return leg
+
+
+async def read_external_call(
+    session: AsyncSession, organization_id: int, external_call_id: uuid.UUID
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One call and its visible legs, as rows (leg ids as text), in one statement."""
+    driver = await driver_connection(session)
+    prepared = _prepared("get", driver.dialect, _build_get)
+    rows = await driver.fetchall(prepared, {"org": organization_id, "id": external_call_id})
+    if not rows:
+        raise NotFound("External call not found")
+    return _group(rows)[0]
+
+
+async def read_external_calls(
+    session: AsyncSession, organization_id: int, page: int, page_size: int
+) -> tuple[list[tuple[dict[str, Any], list[dict[str, Any]]]], int]:
+    """A page of calls, newest first (created_at, then id), each with its visible legs, as rows
+    (leg ids as text), and the organization's number of calls: three statements (the page and
+    its legs apart, so a call's columns are converted once, not once per leg)."""
+    driver = await driver_connection(session)
+    dialect = driver.dialect
+    values = {"org": organization_id, "limit": page_size, "offset": offset(page, page_size)}
+    total = await driver.scalar(_prepared("count", dialect, _build_count), values)
+    calls = await driver.fetchall(_prepared("page", dialect, _build_page), values)
+    if not calls:
+        return [], int(total)
+    legs: dict[Any, list[dict[str, Any]]] = {call["id"]: [] for call in calls}
+    for leg in await driver.fetchall(_prepared("page legs", dialect, _build_page_legs), values):
+        legs[leg.pop("external_call_id")].append(_text_id(leg))
+    return [(call, legs[call["id"]]) for call in calls], int(total)
 
 
 async def list_external_calls(

@@ -4,53 +4,98 @@ the routes and by the worker's webhook events."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from callplane.external_calls.service import PROCESSED_STATUS
 from callplane.models.external_calls import ExternalCall, Recording
 
+_CALL_FIELDS = (
+    "id",
+    "external_call_id",
+    "title",
+    "direction",
+    "from_number",
+    "to_number",
+    "duration_seconds",
+    "started_at",
+    "status",
+    "source_id",
+    "source_name",
+    "source_provider",
+    "created_at",
+    "updated_at",
+)
+_LEG_FIELDS = (
+    "id",
+    "file_name",
+    "status",
+    "started_at",
+    "transcript",
+    "summary",
+    "created_at",
+    "updated_at",
+)
+
 
 def wire_call(call: ExternalCall, legs: list[Recording], urls: dict[Any, str]) -> dict[str, Any]:
-    # Plain dicts (serialized by orjson): the response_model above documents the same shape.
-    # Uuids go out as text: asyncpg returns its own UUID subclass, which orjson does not know.
-    return {
-        "id": str(call.id),
-        "external_call_id": call.external_call_id,
-        "title": call.title,
-        "direction": call.direction,
-        "from_number": call.from_number,
-        "to_number": call.to_number,
-        "duration_seconds": call.duration_seconds,
-        "started_at": call.started_at,
-        "status": call.status,
-        "recording_count": len(legs),
-        "source": (
-            {
-                "id": _text(call.source_id),
-                "name": call.source_name,
-                "provider": call.source_provider,
-            }
-            if call.source_id or call.source_name or call.source_provider
-            else None
-        ),
-        "created_at": call.created_at,
-        "updated_at": call.updated_at,
-        "recording_presigned_urls": [urls[leg.id] for leg in legs if leg.id in urls],
-        "recordings": [wire_leg(leg) for leg in legs],
-    }
+    """``call_json`` of ORM objects (writes and the worker's events)."""
+    return call_json(
+        {name: getattr(call, name) for name in _CALL_FIELDS},
+        [{name: getattr(leg, name) for name in _LEG_FIELDS} for leg in legs],
+        urls,
+    )
 
 
 def wire_leg(leg: Recording) -> dict[str, Any]:
-    processed = leg.status == PROCESSED_STATUS
+    return leg_json({name: getattr(leg, name) for name in _LEG_FIELDS})
+
+
+def call_json(
+    call: Mapping[str, Any], legs: Sequence[Mapping[str, Any]], urls: Mapping[Any, str]
+) -> dict[str, Any]:
+    """A call (a row with the columns of ``_CALL_FIELDS``) and its visible legs (rows with the
+    columns of ``_LEG_FIELDS``); ``urls`` are the signed URLs by leg id (the leg's ``id`` as
+    given: text for rows read by ``service.read_*``, a UUID for ORM objects)."""
+    # Plain dicts (serialized by orjson): the response_model of the routes documents the shape.
+    # Uuids go out as text: asyncpg returns its own UUID subclass, which orjson does not know.
+    source_id = call["source_id"]
+    source_name = call["source_name"]
+    source_provider = call["source_provider"]
     return {
-        "id": str(leg.id),
-        "file_name": leg.file_name,
-        "status": leg.status,
-        "started_at": leg.started_at,
-        "transcript": leg.transcript if processed else None,
-        "summary": leg.summary if processed else None,
-        "created_at": leg.created_at,
-        "updated_at": leg.updated_at,
+        "id": str(call["id"]),
+        "external_call_id": call["external_call_id"],
+        "title": call["title"],
+        "direction": call["direction"],
+        "from_number": call["from_number"],
+        "to_number": call["to_number"],
+        "duration_seconds": call["duration_seconds"],
+        "started_at": call["started_at"],
+        "status": call["status"],
+        "recording_count": len(legs),
+        "source": (
+            {"id": _text(source_id), "name": source_name, "provider": source_provider}
+            if source_id or source_name or source_provider
+            else None
+        ),
+        "created_at": call["created_at"],
+        "updated_at": call["updated_at"],
+        "recording_presigned_urls": [urls[leg["id"]] for leg in legs if leg["id"] in urls],
+        "recordings": [leg_json(leg) for leg in legs],
+    }
+
+
+def leg_json(leg: Mapping[str, Any]) -> dict[str, Any]:
+    processed = leg["status"] == PROCESSED_STATUS
+    return {
+        "id": str(leg["id"]),
+        "file_name": leg["file_name"],
+        "status": leg["status"],
+        "started_at": leg["started_at"],
+        "transcript": leg["transcript"] if processed else None,
+        "summary": leg["summary"] if processed else None,
+        "created_at": leg["created_at"],
+        "updated_at": leg["updated_at"],
     }
 
 

@@ -44,6 +44,9 @@ class RecordingSigner:
         self.clock = clock
         self._secret: bytes | None = None
         self._lock = asyncio.Lock()
+        #: the HMAC keyed with the last secret used: each URL copies it instead of keying anew
+        #: (a page of external calls signs dozens of URLs)
+        self._keyed: tuple[bytes, hmac.HMAC] | None = None
 
     async def secret(self, db: Database) -> bytes:
         """The MAC key, read once per process (CALLPLANE_SIGNING_KEY or the stored key).
@@ -62,7 +65,12 @@ class RecordingSigner:
 
     def _mac(self, secret: bytes, organization_id: int, recording_id: str, expires: str) -> str:
         message = f"v1\n{organization_id}\n{recording_id}\n{expires}".encode()
-        digest = hmac.new(secret, message, hashlib.sha256).digest()
+        keyed = self._keyed
+        if keyed is None or keyed[0] is not secret:
+            keyed = self._keyed = (secret, hmac.new(secret, digestmod=hashlib.sha256))
+        mac = keyed[1].copy()
+        mac.update(message)
+        digest = mac.digest()
         return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
     def url(
@@ -70,7 +78,7 @@ class RecordingSigner:
         storage: Storage,
         secret: bytes,
         organization_id: int,
-        recording_id: uuid.UUID,
+        recording_id: uuid.UUID | str,
         storage_key: str,
         content_type: str,
     ) -> str:

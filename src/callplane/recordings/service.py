@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -17,6 +17,8 @@ from callplane.runtime import Runtime
 from callplane.tenancy import across_organizations
 
 log = logging.getLogger("callplane.recordings")
+
+_Id = TypeVar("_Id", uuid.UUID, str)
 
 
 async def recordings_with_id(session: AsyncSession, recording_id: uuid.UUID) -> Sequence[Recording]:
@@ -34,7 +36,33 @@ async def sign_recordings(
 ) -> dict[uuid.UUID, str]:
     """URLs of the playable recordings, by id. A recording whose signing fails is left out and
     logged; it never fails the request (SPEC GET /external_calls/{uuid} rule 3)."""
-    playable = [r for r in recordings if r.playable]
+    return await sign_playable(
+        runtime,
+        [
+            (r.organization_id, r.id, r.storage_key, r.content_type)
+            for r in recordings
+            if r.playable and r.storage_key is not None
+        ],
+    )
+
+
+async def sign_rows(runtime: Runtime, legs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """``sign_recordings`` of visible legs read as rows (``external_calls.service``: ids as
+    text), by id."""
+    return await sign_playable(
+        runtime,
+        [
+            (leg["organization_id"], leg["id"], leg["storage_key"], leg["content_type"])
+            for leg in legs
+            if not leg["awaiting_redaction"] and leg["storage_key"] is not None
+        ],
+    )
+
+
+async def sign_playable(
+    runtime: Runtime, playable: Sequence[tuple[int, _Id, str, str]]
+) -> dict[_Id, str]:
+    """URLs of recordings given as (organization, id, storage key, content type), by id."""
     if not playable:
         return {}
     try:
@@ -42,23 +70,17 @@ async def sign_recordings(
     except Exception:
         log.exception("recording signing key unavailable")
         return {}
-    urls: dict[uuid.UUID, str] = {}
-    for recording in playable:
-        assert recording.storage_key is not None
+    urls: dict[_Id, str] = {}
+    for organization_id, recording_id, storage_key, content_type in playable:
         try:
-            urls[recording.id] = runtime.signer.url(
-                runtime.storage,
-                secret,
-                recording.organization_id,
-                recording.id,
-                recording.storage_key,
-                recording.content_type,
+            urls[recording_id] = runtime.signer.url(
+                runtime.storage, secret, organization_id, recording_id, storage_key, content_type
             )
         except Exception:
             log.warning(
                 "recording URL signing failed",
                 exc_info=True,
-                extra={"recording_id": str(recording.id)},
+                extra={"recording_id": str(recording_id)},
             )
     return urls
 
