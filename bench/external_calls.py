@@ -15,6 +15,7 @@ import base64
 import json
 import os
 import shutil
+import socket
 import struct
 import sys
 import tempfile
@@ -60,9 +61,13 @@ def document(calls: int) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = load_parser(__doc__, port=8182)
+    parser = load_parser(__doc__, port=0)
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
+    if args.port == 0:  # a free port, so runs beside other helpers' servers never collide
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            args.port = probe.getsockname()[1]
     require_wrk()
 
     work = Path(tempfile.mkdtemp(prefix="callplane-bench-ext-"))
