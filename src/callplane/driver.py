@@ -2,16 +2,17 @@
 hot paths.
 
 Where the line is. Requests that run the same few statements thousands of times a second (a
-custom-data record read, patch, replace or delete, and a list page) use this module: the
-SQLAlchemy Core statement is compiled once per shape (``Prepared``), and each request runs it on
-the driver connection under the request's session — stdlib ``sqlite3`` inline on the event loop
-(``callplane.sqlite_inline``), or an asyncpg prepared statement on PostgreSQL — in the same
-transaction that the unit of work commits or rolls back. Everything else (table management, DDL,
-batch inserts, authentication, the other domains) goes through the ORM session: those statements
-vary in shape, run rarely, and there the session's conveniences cost nothing that shows. The
-profile of a record read showed the session layer (greenlet switches, an execution context, cache
-keys, result objects per statement) costing several times what SQLite spends on the query; here a
-statement costs one driver call plus the type conversions SQLAlchemy would have applied.
+custom-data record read, patch, replace or delete, a list page, and contact data's PUT, GET and
+DELETE) use this module: the SQLAlchemy Core statement is compiled once per shape (``Prepared``),
+and each request runs it on the driver connection under the request's session — stdlib ``sqlite3``
+inline on the event loop (``callplane.sqlite_inline``), or an asyncpg prepared statement on
+PostgreSQL — in the same transaction that the unit of work commits or rolls back. Everything else
+(table management, DDL, batch inserts, authentication, the other domains) goes through the ORM
+session: those statements vary in shape, run rarely, and there the session's conveniences cost
+nothing that shows. The profile of a record read showed the session layer (greenlet switches, an
+execution context, cache keys, result objects per statement) costing several times what SQLite
+spends on the query; here a statement costs one driver call plus the type conversions SQLAlchemy
+would have applied.
 
 Values go through the same bind and result processors SQLAlchemy uses for the column types, so a
 row reads back exactly as it does through the session; driver errors are raised as SQLAlchemy's
@@ -241,9 +242,10 @@ async def driver_connection(session: AsyncSession) -> DriverConnection:
 
 class SqlitePool:
     """Transactions of their own, for requests that never open a session (``custom_data.hot``
-    when the API key and the table are already known): sqlite3 connections tuned as
-    ``callplane.db`` tunes the session's, run inline, begun DEFERRED to read and IMMEDIATE to
-    write (waiting for the write lock without holding the loop). A request uses either such a
+    when the API key and the table are already known, contact data's PUT and GET when the key
+    is): sqlite3 connections tuned as ``callplane.db`` tunes the session's, run inline, begun
+    DEFERRED to read and IMMEDIATE to write (waiting for the write lock without holding the
+    loop). A request uses either such a
     transaction or the session's, never both."""
 
     def __init__(self, path: str, dialect: Dialect, busy_timeout_ms: int, size: int = 10) -> None:

@@ -25,8 +25,10 @@ from typing import Any, cast
 import orjson
 from sqlalchemy import ColumnElement, Row, Table, and_, bindparam, or_, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.driver import DriverConnection, Prepared, driver_connection
 from callplane.errors import Conflict, InvalidInput, NotFound
 from callplane.models.base import UTCDateTime, utcnow
 from callplane.models.contacts import Contact
@@ -203,8 +205,36 @@ _UPSERTS: dict[str, tuple[Any, Any]] = {
 }
 
 
-def _upserts(session: AsyncSession) -> tuple[Any, Any]:
-    return _UPSERTS[session.get_bind().dialect.name]
+#: Where the PUT, GET and DELETE statements run: the request's session (on its driver
+#: connection), or a transaction of their own (``router``, when authentication opened no session).
+#: Either way a statement is one driver call (``callplane.driver``): through the session layer a
+#: PUT cost more in greenlet switches, execution contexts and result objects than its upsert.
+Db = AsyncSession | DriverConnection
+
+#: Compiled forms of the statements above, per dialect class: at most (dialects) × 5 entries,
+#: compiled on first use because the bind and result processors are those of the serving
+#: engine's dialect.
+_COMPILED: dict[tuple[type[Dialect], str], Prepared] = {}
+
+
+def _compiled(dialect: Dialect, key: str) -> Prepared:
+    prepared = _COMPILED.get((type(dialect), key))
+    if prepared is None:
+        statements = {
+            "get": _GET,
+            "delete": _DELETE,
+            "replace_expected": _REPLACE_EXPECTED,
+            "upsert": _UPSERTS[dialect.name][0],
+            "upsert_absent": _UPSERTS[dialect.name][1],
+        }
+        prepared = Prepared.compile(statements[key], dialect)
+        _COMPILED[(type(dialect), key)] = prepared
+    return prepared
+
+
+async def _fetchone(db: Db, key: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    driver = db if isinstance(db, DriverConnection) else await driver_connection(db)
+    return await driver.fetchone(_compiled(driver.dialect, key), params)
 
 
 def remaining_ttl(expires_at: datetime | None, now: datetime) -> int | None:
@@ -217,7 +247,7 @@ def remaining_ttl(expires_at: datetime | None, now: datetime) -> int | None:
 
 
 async def put_contact_data(
-    session: AsyncSession,
+    db: Db,
     organization_id: int,
     identifier: str,
     write: ContactWrite,
@@ -238,34 +268,34 @@ async def put_contact_data(
     }
     expected = write.expected_revision
     if expected is None:
-        statement = _upserts(session)[0]
+        key = "upsert"
     elif expected == 0:
-        statement = _upserts(session)[1]
+        key = "upsert_absent"
     else:
-        statement = _REPLACE_EXPECTED
+        key = "replace_expected"
         params["p_expected"] = expected
-    row = (await session.execute(statement, params)).first()
+    row = await _fetchone(db, key, params)
     if row is None:
         raise Conflict("expectedRevision does not match the stored revision")
-    return StoredData(identifier, write.data_json, row.revision, expires_at)
+    return StoredData(identifier, write.data_json, row["revision"], expires_at)
 
 
 async def get_contact_data(
-    session: AsyncSession, organization_id: int, identifier: str, *, now: datetime | None = None
+    db: Db, organization_id: int, identifier: str, *, now: datetime | None = None
 ) -> StoredData:
     params = {"p_org": organization_id, "p_identifier": identifier, "p_now": now or utcnow()}
-    row = (await session.execute(_GET, params)).first()
+    row = await _fetchone(db, "get", params)
     if row is None:
         raise NotFound("Contact data not found")
-    return StoredData(identifier, row.data, row.revision, row.expires_at)
+    return StoredData(identifier, row["data"], row["revision"], row["expires_at"])
 
 
 async def delete_contact_data(
-    session: AsyncSession, organization_id: int, identifier: str, *, now: datetime | None = None
+    db: Db, organization_id: int, identifier: str, *, now: datetime | None = None
 ) -> None:
     """Clear the data; the contact row and its revision counter remain (DESIGN §5)."""
     params = {"p_org": organization_id, "p_identifier": identifier, "p_now": now or utcnow()}
-    if (await session.execute(_DELETE, params)).first() is None:
+    if await _fetchone(db, "delete", params) is None:
         raise NotFound("Contact data not found")
 
 
