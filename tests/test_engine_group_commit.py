@@ -53,11 +53,15 @@ async def test_a_bad_move_fails_alone_and_the_rest_of_its_batch_is_made(make_app
                 org.id, bad, rows=[(Recording, {"organization_id": org.id, "id": uuid.uuid4()})]
             )
             with _warnings_of("callplane.engine.batching") as warned:
-                outcomes = await asyncio.gather(
-                    *(group.apply(_cancel(org.id, call_id)) for call_id in good[:2]),
-                    group.apply(poison),
-                    group.apply(_cancel(org.id, good[2])),
-                    return_exceptions=True,
+                # Bounded: a regression here leaves moves waiting for ever, not failing.
+                outcomes = await asyncio.wait_for(
+                    asyncio.gather(
+                        *(group.apply(_cancel(org.id, call_id)) for call_id in good[:2]),
+                        group.apply(poison),
+                        group.apply(_cancel(org.id, good[2])),
+                        return_exceptions=True,
+                    ),
+                    30,
                 )
             statuses = {
                 call_id: (await client.get(f"/v1/calls/{call_id}", headers=org.headers)).json()[

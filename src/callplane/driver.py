@@ -94,6 +94,22 @@ class Prepared:
         }
 
 
+#: Statements of fixed shape compiled once per dialect class. A memo of a pure function (the
+#: same statement and dialect always compile the same), so it cannot go stale and needs no
+#: owner; bounded by the fixed statements of the modules that use it.
+_fixed: dict[tuple[str, type[Dialect]], Prepared] = {}
+
+
+def fixed_statement(name: str, dialect: Dialect, build: Callable[[], ClauseElement]) -> Prepared:
+    """The compiled form of the module-level statement ``name`` (``build`` makes it): compiled
+    on first use, because the bind and result processors are the serving engine's dialect's."""
+    key = (name, type(dialect))
+    prepared = _fixed.get(key)
+    if prepared is None:
+        prepared = _fixed[key] = Prepared.compile(build(), dialect)
+    return prepared
+
+
 #: PostgreSQL type oids: SQLAlchemy's asyncpg numeric types pick their result processor by the
 #: column's oid (the session passes the cursor's; here it is the one our types are declared as).
 _PG_FLOAT8, _PG_NUMERIC = 701, 1700

@@ -28,7 +28,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.driver import DriverConnection, Prepared, driver_connection
+from callplane.driver import DriverConnection, Prepared, driver_connection, fixed_statement
 from callplane.errors import Conflict, InvalidInput, NotFound
 from callplane.models.base import UTCDateTime, utcnow
 from callplane.models.contacts import Contact
@@ -211,25 +211,19 @@ _UPSERTS: dict[str, tuple[Any, Any]] = {
 #: PUT cost more in greenlet switches, execution contexts and result objects than its upsert.
 Db = AsyncSession | DriverConnection
 
-#: Compiled forms of the statements above, per dialect class: at most (dialects) × 5 entries,
-#: compiled on first use because the bind and result processors are those of the serving
-#: engine's dialect.
-_COMPILED: dict[tuple[type[Dialect], str], Prepared] = {}
+
+def _statement(dialect: Dialect, key: str) -> Any:
+    return {
+        "get": lambda: _GET,
+        "delete": lambda: _DELETE,
+        "replace_expected": lambda: _REPLACE_EXPECTED,
+        "upsert": lambda: _UPSERTS[dialect.name][0],
+        "upsert_absent": lambda: _UPSERTS[dialect.name][1],
+    }[key]
 
 
 def _compiled(dialect: Dialect, key: str) -> Prepared:
-    prepared = _COMPILED.get((type(dialect), key))
-    if prepared is None:
-        statements = {
-            "get": _GET,
-            "delete": _DELETE,
-            "replace_expected": _REPLACE_EXPECTED,
-            "upsert": _UPSERTS[dialect.name][0],
-            "upsert_absent": _UPSERTS[dialect.name][1],
-        }
-        prepared = Prepared.compile(statements[key], dialect)
-        _COMPILED[(type(dialect), key)] = prepared
-    return prepared
+    return fixed_statement(f"contacts.{key}", dialect, _statement(dialect, key))
 
 
 async def _fetchone(db: Db, key: str, params: dict[str, Any]) -> dict[str, Any] | None:

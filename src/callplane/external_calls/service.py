@@ -11,7 +11,7 @@ from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.driver import Prepared, driver_connection
+from callplane.driver import Prepared, driver_connection, fixed_statement
 from callplane.errors import NotFound
 from callplane.models.base import utcnow
 from callplane.models.external_calls import ExternalCall, Recording
@@ -99,15 +99,9 @@ _LEG_COLUMNS = (
 _LEG_PREFIX = "leg_"
 _LEG_LABELS = tuple((_LEG_PREFIX + name, name) for name in _LEG_COLUMNS)
 
-_statements: dict[tuple[str, str], Prepared] = {}
-
 
 def _prepared(name: str, dialect: Dialect, build: Any) -> Prepared:
-    key = (name, dialect.name)
-    found = _statements.get(key)
-    if found is None:
-        found = _statements[key] = Prepared.compile(build(), dialect)
-    return found
+    return fixed_statement(f"external_calls.{name}", dialect, build)
 
 
 def _with_legs(calls: Any) -> Any:
