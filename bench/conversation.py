@@ -12,7 +12,8 @@ audio      Response latency of the whole audio turn loop: a caller's espeak-ng s
            playback. In-process (a paced in-memory connection stands in for the SIP socket).
 simulated  10 simultaneous conversations on one worker over the simulated network (text, the
            real API, worker and database; stub brain): each turn's latency beside that of a
-           single conversation alone.
+           single conversation alone, with a brain that answers at once and one that takes
+           ``--brain-ms`` to its first token.
 
 Prints a table; numbers for the README. Runs in about a minute.
 """
@@ -166,6 +167,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=12)
     parser.add_argument("--parts", default="stt,audio,simulated")
+    parser.add_argument(
+        "--brain-ms",
+        default="0,300",
+        help="simulated part: the stub brain's times to first token, comma-separated",
+    )
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     synth = EspeakSynthesizer()
@@ -178,7 +184,7 @@ def main() -> None:
         sys.path.insert(0, str(ROOT / "bench"))
         from simulated_load import bench_simulated
 
-        bench_simulated()
+        bench_simulated(tuple(float(ms) / 1000 for ms in args.brain_ms.split(",")))
 
 
 if __name__ == "__main__":
