@@ -60,7 +60,7 @@ FLOOR = "floor voices"
 CALL_COLUMNS = (
     "organization_id", "id", "simple_uuid", "to_number", "status", "transcripts", "transferred",
     "direction", "params", "external_identifiers", "analyzers", "analysis_results", "keyterms",
-    "summary", "created_at", "updated_at",
+    "summary", "created_at", "updated_at", "event_sequence",
 )  # fmt: skip
 ATTRIBUTE_COLUMNS = (
     "organization_id", "call_uuid", "source", "key_digest", "value_digest", "created_at",
@@ -105,6 +105,7 @@ def call_rows(
                 f"Call {i}",
                 at,
                 at,
+                0,
             )  # fmt: skip
         )
         for row in attribute_rows(org_id, call_id, created_at, params, external):
