@@ -64,7 +64,7 @@ async def get_external_call(
 # stay on the ORM session: they run a few times per leg, not per read.
 
 #: Columns of a call in a read; ``wire.call_json`` takes rows with these keys.
-_CALL_COLUMNS = (
+CALL_COLUMNS = (
     "id",
     "external_call_id",
     "title",
@@ -111,7 +111,7 @@ def _with_legs(calls: Any) -> Any:
     leg = Recording.__table__
     return (
         select(
-            *(calls.c[name] for name in _CALL_COLUMNS),
+            *(calls.c[name] for name in CALL_COLUMNS),
             *(leg.c[name].label(_LEG_PREFIX + name) for name in _LEG_COLUMNS),
         )
         .select_from(
@@ -148,7 +148,7 @@ def _page(call: Any) -> Any:
 
 def _build_page() -> Any:
     call = ExternalCall.__table__
-    return _page(call).with_only_columns(*(call.c[name] for name in _CALL_COLUMNS))
+    return _page(call).with_only_columns(*(call.c[name] for name in CALL_COLUMNS))
 
 
 def _build_page_legs() -> Any:
@@ -180,7 +180,7 @@ def _group(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[s
     current: Any = None
     for row in rows:
         if current is None or row["id"] != current[0]["id"]:
-            current = ({name: row[name] for name in _CALL_COLUMNS}, [])
+            current = ({name: row[name] for name in CALL_COLUMNS}, [])
             out.append(current)
         if row["leg_id"] is not None:
             current[1].append(_text_id({name: row[label] for label, name in _LEG_LABELS}))

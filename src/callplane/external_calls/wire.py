@@ -7,25 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from callplane.external_calls.service import PROCESSED_STATUS
+from callplane.external_calls.service import CALL_COLUMNS, PROCESSED_STATUS
 from callplane.models.external_calls import ExternalCall, Recording
 
-_CALL_FIELDS = (
-    "id",
-    "external_call_id",
-    "title",
-    "direction",
-    "from_number",
-    "to_number",
-    "duration_seconds",
-    "started_at",
-    "status",
-    "source_id",
-    "source_name",
-    "source_provider",
-    "created_at",
-    "updated_at",
-)
 _LEG_FIELDS = (
     "id",
     "file_name",
@@ -41,7 +25,7 @@ _LEG_FIELDS = (
 def wire_call(call: ExternalCall, legs: list[Recording], urls: dict[Any, str]) -> dict[str, Any]:
     """``call_json`` of ORM objects (writes and the worker's events)."""
     return call_json(
-        {name: getattr(call, name) for name in _CALL_FIELDS},
+        {name: getattr(call, name) for name in CALL_COLUMNS},
         [{name: getattr(leg, name) for name in _LEG_FIELDS} for leg in legs],
         urls,
     )
@@ -54,7 +38,7 @@ def wire_leg(leg: Recording) -> dict[str, Any]:
 def call_json(
     call: Mapping[str, Any], legs: Sequence[Mapping[str, Any]], urls: Mapping[Any, str]
 ) -> dict[str, Any]:
-    """A call (a row with the columns of ``_CALL_FIELDS``) and its visible legs (rows with the
+    """A call (a row with the columns of ``CALL_COLUMNS``) and its visible legs (rows with the
     columns of ``_LEG_FIELDS``); ``urls`` are the signed URLs by leg id (the leg's ``id`` as
     given: text for rows read by ``service.read_*``, a UUID for ORM objects)."""
     # Plain dicts (serialized by orjson): the response_model of the routes documents the shape.
