@@ -96,16 +96,16 @@ class HotRecords:
                 return await records.get_record(db, table, record_id)
             return await records.patch_record(db, table, record_id, body)
 
-        try:
-            async with unit_of_work(request):
-                found = await self._run(request, name, operation, write=write)
-        except CallplaneError as exc:
-            response = _error(exc)
-        except (OperationalError, InterfaceError) as exc:
-            response = _unavailable(scope, exc)
-        else:
-            response = json_response({"record": found})
-        await response(scope, receive, send)
+        await self._answer(
+            scope,
+            receive,
+            send,
+            request,
+            name,
+            operation,
+            lambda found: {"record": found},
+            write=write,
+        )
 
     async def _list(self, scope: Scope, receive: Receive, send: Send, name: str) -> None:
         request = Request(scope, receive)
@@ -114,15 +114,41 @@ class HotRecords:
         async def operation(db: Db, table: TableSchema) -> dict[str, Any]:
             return await query.list_records(db, table, params)
 
+        await self._answer(
+            scope,
+            receive,
+            send,
+            request,
+            name,
+            operation,
+            lambda page: page,
+            settled=_has_records,
+        )
+
+    async def _answer(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        request: Request,
+        name: str,
+        operation: Callable[[Db, TableSchema], Awaitable[dict[str, Any]]],
+        body_of: Callable[[dict[str, Any]], dict[str, Any]],
+        *,
+        write: bool = False,
+        settled: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> None:
+        """Run ``operation`` in the request's unit of work and send its answer, or its error in
+        the STATUS family, as the family route would."""
         try:
             async with unit_of_work(request):
-                page = await self._run(request, name, operation, settled=_has_records)
+                result = await self._run(request, name, operation, write=write, settled=settled)
         except CallplaneError as exc:
             response = _error(exc)
         except (OperationalError, InterfaceError) as exc:
             response = _unavailable(scope, exc)
         else:
-            response = json_response(page)
+            response = json_response(body_of(result))
         await response(scope, receive, send)
 
     async def _run(
