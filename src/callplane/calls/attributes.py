@@ -8,8 +8,8 @@ the depth of the btree, not on the number of calls.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
@@ -31,17 +31,24 @@ def digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
+#: Keys repeat across calls (every call of an import has the same few): their digests are kept.
+_key_digest = functools.lru_cache(maxsize=4096)(digest)
+
+
 def value_text(value: Any) -> str | None:
     """The text a stored value matches: strings as they are, numbers and booleans as JSON.
 
-    Objects, arrays and null have no text: they never match (DESIGN §5).
+    Objects, arrays and null have no text: they never match (DESIGN §5). A number's JSON is its
+    ``repr`` (what ``json.dumps`` writes for a finite int or float, without building an encoder).
     """
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
-        return json.dumps(value)
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return float.__repr__(value)
     return None
 
 
@@ -53,7 +60,7 @@ def attribute_entries(
         for key, value in values.items():
             text = value_text(value)
             if text is not None:
-                yield source, digest(key), digest(text)
+                yield source, _key_digest(key), digest(text)
 
 
 def attribute_rows(
