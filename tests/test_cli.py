@@ -82,6 +82,54 @@ async def test_load_prints_ids_and_is_all_or_nothing(app, database_url):
     assert [v["name"] for v in r.json()] == ["V"]
 
 
+def _history(calls: int) -> dict:
+    """An imported history large enough that a worker process prepares its chunks."""
+    return {
+        "calls": [
+            {
+                "created_at": f"2025-01-01T00:00:{n % 60:02d}Z",
+                "params": {"order": f"A-{n}", "attempt": n % 3},
+                "external_identifiers": {"crm": f"c{n}"},
+            }
+            for n in range(calls)
+        ]
+    }
+
+
+async def test_load_of_a_large_history_is_whole_and_searchable(app, database_url):
+    from callplane.calls.fixtures import CHUNK, IN_WORKER_FROM
+
+    calls = CHUNK * max(IN_WORKER_FROM, 2) + 1
+    org = ok_json(callplane(database_url, "orgs", "create", "History", "--json"))
+    bad = _history(calls)
+    bad["calls"][-1]["status"] = "lost"
+    failed = callplane(database_url, "load", "--org", str(org["id"]), "-", stdin=json.dumps(bad))
+    assert failed.returncode != 0 and f"calls[{calls - 1}].status" in failed.stderr
+
+    created = ok_json(
+        callplane(
+            database_url,
+            "load",
+            "--org",
+            str(org["id"]),
+            "-",
+            "--json",
+            stdin=json.dumps(_history(calls)),
+        )
+    )
+    assert len(created["calls"]) == calls == len(set(created["calls"]))
+    headers = {"Authorization": f"Bearer {org['api_key']}"}
+    async with client_for(app) as c:
+        for n in (0, CHUNK, calls - 1):
+            r = await c.get(
+                "/v1/calls/find_by_attribute",
+                params={"param_key": "order", "param_value": f"A-{n}"},
+                headers=headers,
+            )
+            assert r.status_code == 200, r.text
+            assert r.json()["call"]["id"] == created["calls"][n]
+
+
 @pytest.mark.parametrize("content", ["{not json", "[]"])
 async def test_load_rejects_malformed_documents(database_url, content):
     org = ok_json(callplane(database_url, "orgs", "create", "X", "--json"))

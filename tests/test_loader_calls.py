@@ -356,13 +356,14 @@ async def test_the_first_bad_item_is_named(app, calls, message):
     assert (await _stored(app, org.id))["calls"] == []
 
 
-@pytest.fixture
-def small_chunks(monkeypatch):
-    """Chunks of two items, the event loop turned after each: the chunk logic on tiny input."""
+@pytest.fixture(params=["worker", "in_process"])
+def small_chunks(monkeypatch, request):
+    """Chunks of two items: the chunk logic on tiny input, with the chunks prepared by a worker
+    process (as for a large import) and in this process."""
     from callplane.calls import fixtures
 
     monkeypatch.setattr(fixtures, "CHUNK", 2)
-    monkeypatch.setattr(fixtures, "_TURN", 1)
+    monkeypatch.setattr(fixtures, "IN_WORKER_FROM", 1 if request.param == "worker" else 10**9)
 
 
 async def test_calls_across_chunks_keep_document_order(app, small_chunks):

@@ -151,6 +151,8 @@ def conflict(name: str, exc: IntegrityError) -> LoadError:
     return LoadError(f"{name}: conflicts with existing data ({exc.orig})")
 
 
+_EMPTY_JSON: dict[type, str] = {type(None): "null", list: "[]", dict: "{}"}
+
 #: SQLite's page cache during a bulk insert (the default is 2 MB).
 SQLITE_BULK_CACHE_KIB = 64 * 1024
 
@@ -212,14 +214,15 @@ class BulkInsert:
         value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         if self.backend != "sqlite":
             return value
-        return (
-            f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
-            f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}"
-        )
+        # SQLAlchemy's "%Y-%m-%d %H:%M:%S.%f"; isoformat pads the year to four digits too.
+        return value.replace(tzinfo=None).isoformat(" ", "microseconds")
 
     @staticmethod
     def json(value: Any) -> str:
         # None included: SQLAlchemy's JSON type stores Python None as JSON null, not SQL NULL.
+        # Most optional columns of an imported row are empty: their text is known.
+        if not value and (text := _EMPTY_JSON.get(type(value))) is not None:
+            return text
         return jsonvalues.dumps(value)
 
     async def insert(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:

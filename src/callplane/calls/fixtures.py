@@ -8,16 +8,15 @@ calls: they are written with ``BulkInsert`` (rows as tuples, no ORM objects), in
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 from sqlalchemy.exc import IntegrityError
 
+from callplane.ahead import ahead
 from callplane.calls.attributes import attribute_entries
 from callplane.calls.schemas import (
     AnalysisResult,
@@ -135,12 +134,21 @@ _ATTRIBUTE_COLUMNS = (
     "created_at",
 )
 
-#: Items validated, checked and written at a time: the memory of one chunk is all the section
+#: Items validated, checked and written at a time: the memory of a few chunks is all the section
 #: holds beyond the document (and the ids it returns).
 CHUNK = 5000
-#: Items between two turns of the event loop while a chunk is prepared, so the previous chunk's
-#: rows keep streaming to PostgreSQL, which stores them meanwhile on another core.
-_TURN = 250
+#: A section of at least this many chunks is prepared (validated, turned into rows) by a worker
+#: process while this one writes (``callplane.ahead``); a smaller one is not worth the fork.
+IN_WORKER_FROM = 2
+
+
+_TRANSCRIPTS = TypeAdapter(list[TranscriptEntry])
+_ANALYSIS_RESULTS = TypeAdapter(list[AnalysisResult])
+
+
+def _stored(adapter: TypeAdapter[Any], models: list[Any]) -> Any:
+    """A list of models as a JSON column holds it: the fields given (one call for the list)."""
+    return adapter.dump_python(models, mode="json", exclude_unset=True) if models else models
 
 
 @dataclass
@@ -160,69 +168,88 @@ class _Rows:
         del self.links[links:], self.attributes[attributes:]
 
 
+@dataclass
+class _Chunk:
+    """A chunk prepared: its rows and the references it names, or its first invalid item."""
+
+    invalid: str | None = None
+    rows: _Rows = field(default_factory=_Rows)
+    agents: set[uuid.UUID] = field(default_factory=set)
+    voices: set[uuid.UUID] = field(default_factory=set)
+    tags: set[uuid.UUID] = field(default_factory=set)
+
+
 @section("calls")
 async def load_calls(context: LoadContext, items: list[Any]) -> list[Any]:
     """Chunk by chunk, with the precedence of a load that validated every item first and then
     stored them one by one: any invalid item is the error; otherwise the first unknown reference
     or conflicting id in document order. So after the first reference or conflict the remaining
-    items are only validated. A chunk is written while the next one is prepared."""
+    chunks are only validated."""
     async with BulkInsert.of(context.session) as bulk:
+        org = context.organization_id
+
+        def prepare(start: int) -> _Chunk:
+            return _prepare(bulk, org, items[start : start + CHUNK], start)
+
+        starts = range(0, len(items), CHUNK)
         known = KnownReferences()
         created: list[Any] = []
         failure: LoadError | None = None
-        writing: asyncio.Task[LoadError | None] | None = None
-        try:
-            for start in range(0, len(items), CHUNK):
-                chunk: list[CallItem] = []
-                for first in range(start, min(start + CHUNK, len(items)), _TURN):
-                    chunk += parse_items("calls", items[first : first + _TURN], CallItem, first)
-                    await asyncio.sleep(0)
+        async with ahead(prepare, starts, in_worker=len(starts) >= IN_WORKER_FROM) as chunks:
+            async for start, chunk in chunks:
+                if chunk.invalid is not None:
+                    raise LoadError(chunk.invalid)
                 if failure is not None:
                     continue
-                rows = await _rows(context.organization_id, bulk, chunk)
-                if writing is not None:
-                    failure, writing = await writing, None
-                    if failure is not None:
-                        continue
-                # Looked up only now: the connection was busy writing the previous chunk.
-                unknown = await _unknown_reference(context, known, chunk, start)
+                unknown = await _unknown_reference(context, known, chunk, items, start)
                 if unknown is not None:
-                    rows.cut(unknown[0] - start)
-                created += rows.ids
-                writing = asyncio.create_task(_write(bulk, rows))
-                if unknown is not None:
-                    # A conflict among the items before it comes first.
-                    failure, writing = await writing or unknown[1], None
-            if writing is not None:
-                failure, writing = await writing, None
-        finally:
-            if writing is not None:
-                # An invalid item: the transaction is lost, but the write in flight finishes before
-                # the error goes up (the connection is then free for the rollback).
-                with contextlib.suppress(Exception):
-                    await writing
+                    chunk.rows.cut(unknown[0] - start)
+                created += chunk.rows.ids
+                # A conflict among the items before an unknown reference comes first.
+                failure = await _write(bulk, chunk.rows) or (unknown and unknown[1])
         if failure is not None:
             raise failure
         return created
 
 
+def _prepare(encoding: BulkInsert, org: int, items: list[Any], start: int) -> _Chunk:
+    """Validate a chunk and build its rows; pure (it may run in a worker process)."""
+    try:
+        valid = parse_items("calls", items, CallItem, start)
+    except LoadError as exc:
+        return _Chunk(invalid=exc.message)
+    chunk = _Chunk(rows=_rows(org, encoding, valid))
+    for item in valid:
+        if item.agent_id is not None:
+            chunk.agents.add(item.agent_id)
+        if item.voice_id is not None:
+            chunk.voices.add(item.voice_id)
+        chunk.tags.update(item.tags)
+    return chunk
+
+
 async def _unknown_reference(
-    context: LoadContext, known: KnownReferences, chunk: list[CallItem], start: int
+    context: LoadContext, known: KnownReferences, chunk: _Chunk, items: list[Any], start: int
 ) -> tuple[int, LoadError] | None:
     """The index and error of the chunk's first item naming an unknown agent, voice or tag."""
     await known.look_up(
         context.session,
         context.organization_id,
-        agents=(item.agent_id for item in chunk if item.agent_id is not None),
-        voices=(item.voice_id for item in chunk if item.voice_id is not None),
-        tags=(tag for item in chunk for tag in item.tags),
+        agents=chunk.agents,
+        voices=chunk.voices,
+        tags=chunk.tags,
     )
-    for index, item in enumerate(chunk, start):
+    named = ((known.agents, chunk.agents), (known.voices, chunk.voices), (known.tags, chunk.tags))
+    if all(found[u] for found, wanted in named for u in wanted):
+        return None
+    # Rare: which item it is. The chunk's items (valid, checked above) are read again for it.
+    valid = parse_items("calls", items[start : start + len(chunk.rows.ids)], CallItem, start)
+    for index, item in enumerate(valid, start):
         try:
             known.check(item.agent_id, item.voice_id, item.tags)
         except InvalidInput as exc:
             return index, LoadError(f"calls[{index}].{exc.loc[-1]}: {exc.message}")
-    return None
+    raise AssertionError("an unknown reference that no item names")
 
 
 async def _write(bulk: BulkInsert, rows: _Rows) -> LoadError | None:
@@ -235,11 +262,11 @@ async def _write(bulk: BulkInsert, rows: _Rows) -> LoadError | None:
     return None
 
 
-async def _rows(org: int, bulk: BulkInsert, chunk: list[CallItem]) -> _Rows:
+def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
     rows = _Rows()
-    uuid_, timestamp, json = bulk.uuid, bulk.timestamp, bulk.json
+    uuid_, timestamp, json = encoding.uuid, encoding.timestamp, encoding.json
     calls, links, attributes, ends = rows.calls, rows.links, rows.attributes, rows.ends
-    for count, item in enumerate(chunk, 1):
+    for item in chunk:
         call_id = item.id or uuid.uuid4()
         created_at = item.created_at or utcnow()
         stored_id, stored_created_at = uuid_(call_id), timestamp(created_at)
@@ -254,7 +281,7 @@ async def _rows(org: int, bulk: BulkInsert, chunk: list[CallItem]) -> _Rows:
                 timestamp(item.started_at),
                 timestamp(item.ended_at),
                 item.duration,
-                json([t.model_dump(mode="json", exclude_unset=True) for t in item.transcripts]),
+                json(_stored(_TRANSCRIPTS, item.transcripts)),
                 item.screen_pop_token,
                 item.call_prompt,
                 item.answered_by,
@@ -272,9 +299,7 @@ async def _rows(org: int, bulk: BulkInsert, chunk: list[CallItem]) -> _Rows:
                 json(item.params),
                 json(item.cart),
                 json(item.analyzers),
-                json(
-                    [r.model_dump(mode="json", exclude_unset=True) for r in item.analysis_results]
-                ),
+                json(_stored(_ANALYSIS_RESULTS, item.analysis_results)),
                 item.summary,
                 json(item.keyterms),
                 item.first_message,
@@ -297,6 +322,4 @@ async def _rows(org: int, bulk: BulkInsert, chunk: list[CallItem]) -> _Rows:
         )
         ends.append((len(links), len(attributes)))
         rows.ids.append(str(call_id))
-        if count % _TURN == 0:
-            await asyncio.sleep(0)
     return rows

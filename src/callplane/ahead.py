@@ -1,0 +1,102 @@
+"""Work on a large input prepared ahead, in a worker process, while this process writes.
+
+A bulk import spends about as long validating and encoding each item (pure Python, holding the
+GIL) as the database spends storing it. A thread cannot overlap the two: the writer would wait for
+the GIL after every row. A forked process can: it inherits the parsed input without copying it
+up front, prepares part after part in order, and sends each back pickled; this process takes them
+in order and writes. At most ``LOOKAHEAD`` parts wait, so memory stays that of a few parts.
+
+``prepare`` must be a pure function of the part's start (it runs in the worker, which holds no
+database connection) and return something picklable. Fork is what makes a closure over the
+parsed input usable there; where fork is unavailable, or for one part, everything runs here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import multiprocessing
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: Parts prepared or being prepared beyond the one being written.
+LOOKAHEAD = 2
+
+#: The preparation of the running ``ahead``: set before the worker forks, which inherits it.
+_job: Callable[[int], Any] | None = None
+
+
+def _run(start: int) -> Any:
+    assert _job is not None
+    return _job(start)
+
+
+def _worker_init() -> None:
+    # Preparation makes no reference cycles; collections would only rescan the inherited input
+    # (and touch its pages, which fork otherwise leaves shared).
+    gc.disable()
+
+
+@contextlib.asynccontextmanager
+async def ahead(
+    prepare: Callable[[int], T], starts: Sequence[int], *, in_worker: bool
+) -> AsyncIterator[AsyncIterator[tuple[int, T]]]:
+    """``(start, prepare(start))`` for each start, in order; in a worker process if asked."""
+    if not in_worker or "fork" not in multiprocessing.get_all_start_methods():
+        yield ((start, prepare(start)) async for start in _each(starts))
+        return
+    global _job
+    if _job is not None:
+        raise RuntimeError("one preparation at a time per process")
+    _job = prepare
+    try:
+        with multiprocessing.get_context("fork").Pool(1, initializer=_worker_init) as pool:
+            yield _in_order(pool, starts)
+    finally:
+        _job = None
+
+
+async def _each(starts: Sequence[int]) -> AsyncIterator[int]:
+    for start in starts:
+        yield start
+
+
+async def _in_order(pool: Any, starts: Sequence[int]) -> AsyncIterator[tuple[int, Any]]:
+    loop = asyncio.get_running_loop()
+    waiting: deque[tuple[int, asyncio.Future[Any]]] = deque()
+    upcoming = iter(starts)
+
+    def submit() -> None:
+        start = next(upcoming, None)
+        if start is None:
+            return
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def settle(outcome: Any, failed: bool = False) -> None:
+            if future.done():
+                return
+            if failed:
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+        # The callbacks run on the pool's result thread.
+        pool.apply_async(
+            _run,
+            (start,),
+            callback=lambda result: loop.call_soon_threadsafe(settle, result),
+            error_callback=lambda exc: loop.call_soon_threadsafe(settle, exc, True),
+        )
+        waiting.append((start, future))
+
+    for _ in range(1 + LOOKAHEAD):
+        submit()
+    while waiting:
+        start, future = waiting.popleft()
+        result = await future
+        submit()
+        yield start, result
