@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from callplane import jsonvalues
+from callplane import jsonvalues, wiretext
 from callplane.sqlite_inline import InlineConnection, begin_immediate
 
 _Processor = Callable[[Any], Any] | None
@@ -57,9 +57,15 @@ class Prepared:
     defaults: Mapping[str, Any]
     #: result column names, each with its result processor
     columns: tuple[tuple[str, _Processor], ...]
+    _keys: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _converted: tuple[tuple[int, Callable[[Any], Any]], ...] = field(
+        init=False, repr=False, compare=False
+    )
 
     @classmethod
-    def compile(cls, statement: ClauseElement, dialect: Dialect) -> Prepared:
+    def compile(cls, statement: ClauseElement, dialect: Dialect, *, wire: bool = False) -> Prepared:
+        """``wire``: the rows only go out as JSON, so UUIDs and timestamps are read as the text
+        the body shows (``callplane.wiretext``) rather than as Python objects."""
         for observe in compile_observers:
             observe(statement)
         compiled: Any = statement.compile(dialect=dialect)
@@ -74,7 +80,7 @@ class Prepared:
             if not binds[name].required and binds[name].callable is None
         }
         columns = tuple(
-            (column.key, _result_processor(column.type, dialect))
+            (column.key, _result_processor(column.type, dialect, wire))
             for column in getattr(statement, "exported_columns", ())
         )
         return cls(compiled.string, params, defaults, columns)
@@ -87,26 +93,43 @@ class Prepared:
             out.append(value if process is None or value is None else process(value))
         return out
 
+    def __post_init__(self) -> None:
+        # A row is converted where a column has a processor and zipped with the names in C: a
+        # page of rows would otherwise pay a Python step for every column of every row, most of
+        # which (text, integers) come back from the driver as they are.
+        object.__setattr__(self, "_keys", tuple(key for key, _ in self.columns))
+        object.__setattr__(
+            self,
+            "_converted",
+            tuple((index, p) for index, (_, p) in enumerate(self.columns) if p is not None),
+        )
+
     def record(self, row: Sequence[Any]) -> dict[str, Any]:
-        return {
-            key: value if process is None or value is None else process(value)
-            for (key, process), value in zip(self.columns, row, strict=True)
-        }
+        if self._converted:
+            values = list(row)
+            for index, process in self._converted:
+                value = values[index]
+                if value is not None:
+                    values[index] = process(value)
+            row = values
+        return dict(zip(self._keys, row, strict=True))
 
 
 #: Statements of fixed shape compiled once per dialect class. A memo of a pure function (the
 #: same statement and dialect always compile the same), so it cannot go stale and needs no
 #: owner; bounded by the fixed statements of the modules that use it.
-_fixed: dict[tuple[str, type[Dialect]], Prepared] = {}
+_fixed: dict[tuple[str, type[Dialect], bool], Prepared] = {}
 
 
-def fixed_statement(name: str, dialect: Dialect, build: Callable[[], ClauseElement]) -> Prepared:
+def fixed_statement(
+    name: str, dialect: Dialect, build: Callable[[], ClauseElement], *, wire: bool = False
+) -> Prepared:
     """The compiled form of the module-level statement ``name`` (``build`` makes it): compiled
     on first use, because the bind and result processors are the serving engine's dialect's."""
-    key = (name, type(dialect))
+    key = (name, type(dialect), wire)
     prepared = _fixed.get(key)
     if prepared is None:
-        prepared = _fixed[key] = Prepared.compile(build(), dialect)
+        prepared = _fixed[key] = Prepared.compile(build(), dialect, wire=wire)
     return prepared
 
 
@@ -115,14 +138,14 @@ def fixed_statement(name: str, dialect: Dialect, build: Callable[[], ClauseEleme
 _PG_FLOAT8, _PG_NUMERIC = 701, 1700
 
 
-def _result_processor(type_: TypeEngine[Any], dialect: Dialect) -> _Processor:
+def _result_processor(type_: TypeEngine[Any], dialect: Dialect, wire: bool = False) -> _Processor:
     impl = type_.dialect_impl(dialect)
     base = impl.load_dialect_impl(dialect) if isinstance(impl, TypeDecorator) else impl
     oid = None
     if dialect.name == "postgresql" and isinstance(base, Numeric):
         oid = _PG_FLOAT8 if isinstance(base, Float) else _PG_NUMERIC
     processor: _Processor = impl.result_processor(dialect, oid)
-    return processor
+    return wiretext.processor(type_, dialect, processor) if wire else processor
 
 
 class DriverConnection:
@@ -254,6 +277,19 @@ async def driver_connection(session: AsyncSession) -> DriverConnection:
         raise TypeError(f"no driver path for {type(driver).__name__}")
     session.info[_DRIVER] = (session.sync_session.get_transaction(), made)
     return made
+
+
+#: Where a hot-path statement runs: a request's session (on its driver connection), or a
+#: transaction of its own (``SqlitePool``, ``PostgresPool``).
+Db = AsyncSession | DriverConnection
+
+
+async def driver_of(db: Db) -> DriverConnection:
+    return db if isinstance(db, DriverConnection) else await driver_connection(db)
+
+
+def dialect_of(db: Db) -> Dialect:
+    return db.dialect if isinstance(db, DriverConnection) else db.get_bind().dialect
 
 
 class SqlitePool:

@@ -29,8 +29,8 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.custom_data import query, records
-from callplane.custom_data.records import Db
 from callplane.custom_data.schema import RESERVED_TABLE_NAMES, TableSchema
+from callplane.driver import Db
 from callplane.errors import CallplaneError, InvalidInput, NotFound, Unavailable
 from callplane.http.auth import authenticate
 from callplane.http.body import PolicedRequest, police_body

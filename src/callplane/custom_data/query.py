@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.custom_data.records import Db, current_catalog, dialect_of, driver_of
+from callplane.custom_data.records import current_catalog
 from callplane.custom_data.schema import TableSchema
 from callplane.custom_data.types import ColumnType
-from callplane.driver import Prepared
+from callplane.driver import Db, Prepared, dialect_of, driver_of
 from callplane.errors import InvalidInput
 from callplane.pagination import offset
 from callplane.tenancy import owned_by

@@ -32,7 +32,6 @@ from sqlalchemy import (
     table,
     update,
 )
-from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
@@ -40,7 +39,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from callplane.custom_data.schema import TableSchema, physical_name
 from callplane.custom_data.types import INT64_MAX, TimestampType
 from callplane.db import sync_id_sequence
-from callplane.driver import DriverConnection, Prepared, driver_connection
+from callplane.driver import Db, Prepared, dialect_of, driver_of
 from callplane.errors import CallplaneError, Conflict, InvalidInput, NotFound
 from callplane.models.base import utcnow
 from callplane.models.custom_data import CustomTable
@@ -187,19 +186,6 @@ def current_catalog(schema: TableSchema) -> ColumnElement[bool]:
 def _by_id(schema: TableSchema) -> list[Any]:
     t = schema.table
     return [t.c.id == bindparam("rid"), owned_by(t, bindparam("org")), current_catalog(schema)]
-
-
-#: Where a record statement runs: the request's session (on its driver connection), or a
-#: transaction of its own (``custom_data.hot``, for tables without references).
-Db = AsyncSession | DriverConnection
-
-
-async def driver_of(db: Db) -> DriverConnection:
-    return db if isinstance(db, DriverConnection) else await driver_connection(db)
-
-
-def dialect_of(db: Db) -> Dialect:
-    return db.dialect if isinstance(db, DriverConnection) else db.get_bind().dialect
 
 
 def _prepared(db: Db, schema: TableSchema, key: Any, build: Any) -> Prepared:

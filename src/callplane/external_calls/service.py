@@ -11,7 +11,7 @@ from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.driver import Prepared, driver_connection, fixed_statement
+from callplane.driver import Db, Prepared, driver_of, fixed_statement
 from callplane.errors import NotFound
 from callplane.models.base import utcnow
 from callplane.models.external_calls import ExternalCall, Recording
@@ -101,7 +101,8 @@ _LEG_LABELS = tuple((_LEG_PREFIX + name, name) for name in _LEG_COLUMNS)
 
 
 def _prepared(name: str, dialect: Dialect, build: Any) -> Prepared:
-    return fixed_statement(f"external_calls.{name}", dialect, build)
+    # The rows go out only as JSON (``wire.call_json``): ids and timestamps are read as text.
+    return fixed_statement(f"external_calls.{name}", dialect, build, wire=True)
 
 
 def _with_legs(calls: Any) -> Any:
@@ -183,21 +184,16 @@ def _group(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[s
             current = ({name: row[name] for name in CALL_COLUMNS}, [])
             out.append(current)
         if row["leg_id"] is not None:
-            current[1].append(_text_id({name: row[label] for label, name in _LEG_LABELS}))
+            current[1].append({name: row[label] for label, name in _LEG_LABELS})
     return out
 
 
-def _text_id(leg: dict[str, Any]) -> dict[str, Any]:
-    # The id is needed as text three times (the leg, its URL, the URL's MAC): converted once.
-    leg["id"] = str(leg["id"])
-    return leg
-
-
 async def read_external_call(
-    session: AsyncSession, organization_id: int, external_call_id: uuid.UUID
+    db: Db, organization_id: int, external_call_id: uuid.UUID
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One call and its visible legs, as rows (leg ids as text), in one statement."""
-    driver = await driver_connection(session)
+    """One call and its visible legs, as rows (ids and timestamps as their JSON text), in one
+    statement."""
+    driver = await driver_of(db)
     prepared = _prepared("get", driver.dialect, _build_get)
     rows = await driver.fetchall(prepared, {"org": organization_id, "id": external_call_id})
     if not rows:
@@ -206,12 +202,13 @@ async def read_external_call(
 
 
 async def read_external_calls(
-    session: AsyncSession, organization_id: int, page: int, page_size: int
+    db: Db, organization_id: int, page: int, page_size: int
 ) -> tuple[list[tuple[dict[str, Any], list[dict[str, Any]]]], int]:
     """A page of calls, newest first (created_at, then id), each with its visible legs, as rows
-    (leg ids as text), and the organization's number of calls: three statements (the page and
-    its legs apart, so a call's columns are converted once, not once per leg)."""
-    driver = await driver_connection(session)
+    (ids and timestamps as their JSON text), and the organization's number of calls: three
+    statements (the page and its legs apart, so a call's columns are converted once, not once
+    per leg)."""
+    driver = await driver_of(db)
     dialect = driver.dialect
     values = {"org": organization_id, "limit": page_size, "offset": offset(page, page_size)}
     total = await driver.scalar(_prepared("count", dialect, _build_count), values)
@@ -220,7 +217,7 @@ async def read_external_calls(
         return [], int(total)
     legs: dict[Any, list[dict[str, Any]]] = {call["id"]: [] for call in calls}
     for leg in await driver.fetchall(_prepared("page legs", dialect, _build_page_legs), values):
-        legs[leg.pop("external_call_id")].append(_text_id(leg))
+        legs[leg.pop("external_call_id")].append(leg)
     return [(call, legs[call["id"]]) for call in calls], int(total)
 
 
