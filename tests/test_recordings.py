@@ -4,6 +4,7 @@ API key, 403 once expired or altered, HTTP Range, tenancy; call recordings use t
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -383,3 +384,35 @@ async def test_refused_urls_are_rate_limited_per_address(make_app):
     async with client_for(app) as c:
         statuses = [(await c.get(bad)).status_code for _ in range(4)]
     assert statuses == [403, 403, 403, 429]
+
+
+@pytest.mark.parametrize("secret", [b"k" * 43, b"", b"s" * 64, b"long" * 40], ids=len)
+def test_url_signature_is_hmac_sha256_of_organization_id_and_expiry(secret: bytes) -> None:
+    """The signer runs HMAC on its own keyed hash states (``RecordingSigner._mac``): the same
+    MAC as the standard library's, for keys shorter, as long as and longer than a block."""
+    import base64
+    import hashlib
+    import hmac
+
+    from callplane.media.signing import RecordingSigner
+    from callplane.media.storage import LocalStorage
+    from callplane.settings import Settings
+
+    settings = Settings(_env_file=None, public_url=PUBLIC)  # type: ignore[call-arg]
+    signer = RecordingSigner(settings, clock=lambda: 1_000_000.0)
+    for organization_id, recording_id in ((7, LEG_1), (12, LEG_2)):
+        url = signer.url(
+            LocalStorage(Path("/nonexistent")),
+            secret,
+            organization_id,
+            recording_id,
+            "k",
+            "audio/wav",
+        )
+        query = dict(parse_qsl(urlsplit(url).query))
+        message = f"v1\n{organization_id}\n{recording_id}\n{query['expires']}".encode()
+        expected = hmac.new(secret, message, hashlib.sha256).digest()
+        assert query["signature"] == base64.urlsafe_b64encode(expected).rstrip(b"=").decode()
+        assert signer.matches(
+            secret, organization_id, recording_id, query["expires"], query["signature"]
+        )

@@ -71,10 +71,12 @@ async def sign_playable(
         log.exception("recording signing key unavailable")
         return {}
     urls: dict[_Id, str] = {}
+    signer, storage = runtime.signer, runtime.storage
+    expires = signer.expiry()
     for organization_id, recording_id, storage_key, content_type in playable:
         try:
-            urls[recording_id] = runtime.signer.url(
-                runtime.storage, secret, organization_id, recording_id, storage_key, content_type
+            urls[recording_id] = signer.url(
+                storage, secret, organization_id, recording_id, storage_key, content_type, expires
             )
         except Exception:
             log.warning(
