@@ -7,7 +7,11 @@ tests/test_recordings.py)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
+import pytest
+
+from callplane.external_calls import hot
 from tests.conftest import BACKEND
 from tests.factories import load, make_org
 from tests.test_external_calls_data import TRANSCRIPT, external_call, leg, wav
@@ -161,3 +165,52 @@ async def test_single_read_body_bytes(app, client):
             assert response.status_code == 200
             assert response.headers["content-type"] == "application/json"
             assert masked(response.content) == expected.encode()
+
+
+@pytest.fixture
+def hot_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the requests that ``external_calls.hot`` answers itself."""
+    taken: list[int] = []
+    serve = hot._in_read_transaction
+
+    async def counted(*args: Any) -> dict[str, Any]:
+        taken.append(1)
+        return await serve(*args)
+
+    monkeypatch.setattr(hot, "_in_read_transaction", counted)
+    return taken
+
+
+async def test_the_routes_and_the_hot_path_answer_the_same_bytes(app, client, hot_reads):
+    org = await make_org(app)
+    await load(app, org, documents()[0])
+
+    async def body(url: str) -> bytes:
+        response = await client.get(url, headers=org.headers)
+        assert response.status_code == 200
+        return masked(response.content)
+
+    hot_list = await body("/v1/external_calls?page_size=2&page=1")
+    hot_call = await body(f"/v1/external_calls/{A}")
+    assert len(hot_reads) == 2
+    # Spellings the hot path leaves to the routes: the same answer.
+    for url in (
+        "/v1/external_calls?page_size=02",
+        "/v1/external_calls?page_size=2&unknown=1",
+        "/v1/external_calls?page_size=%32",
+    ):
+        assert await body(url) == hot_list, url
+    for spelled in (A.replace("-", ""), "{" + A + "}", "urn:uuid:" + A):
+        assert await body(f"/v1/external_calls/{spelled}") == hot_call, spelled
+    assert len(hot_reads) == 2
+
+
+@pytest.mark.parametrize(
+    "query", ["page=0", "page_size=101", "page=1000001", "page=x", "page_size=", "page=-1"]
+)
+async def test_paging_the_route_refuses_is_left_to_it(app, client, hot_reads, query):
+    org = await make_org(app)
+    response = await client.get(f"/v1/external_calls?{query}", headers=org.headers)
+    assert response.status_code == 422
+    assert set(response.json()) == {"detail"}
+    assert hot_reads == []

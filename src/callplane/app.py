@@ -16,6 +16,7 @@ from callplane.contacts.purge import purge_task
 from callplane.custom_data.hot import HotRecords
 from callplane.dashboard import create_dashboard
 from callplane.engine.embedded import embedded_engine
+from callplane.external_calls.hot import HotExternalCalls
 from callplane.http import errors, openapi
 from callplane.http.conventions import HttpConventions, add_cors, cors_origins, trusted_proxies
 from callplane.http.errors import CrashBarrier
@@ -64,11 +65,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _add_operational_routes(app, runtime)
     errors.install(app)
     openapi.install(app)
-    # Middleware, innermost first: the two hottest custom-data requests, served without FastAPI's
-    # routing (custom_data.hot); a bug is a 500 in the family shape (http.errors); HEAD, trailing
-    # slashes and CORS (http.conventions); the request id and access log; and, outermost, the
-    # real client address behind a trusted reverse proxy.
+    # Middleware, innermost first: the two hottest custom-data requests and the two external
+    # call reads, served without FastAPI's routing (custom_data.hot, external_calls.hot); a bug
+    # is a 500 in the family shape (http.errors); HEAD, trailing slashes and CORS
+    # (http.conventions); the request id and access log; and, outermost, the real client address
+    # behind a trusted reverse proxy.
     app.add_middleware(HotRecords, runtime=runtime)
+    app.add_middleware(HotExternalCalls, runtime=runtime)
     app.add_middleware(CrashBarrier)
     app.add_middleware(HttpConventions)
     add_cors(app, cors_origins(settings.cors_origins))

@@ -4,10 +4,10 @@
 ``PATCH /v1/data/{table}/{id}`` (without ``sourceUpdatedAtColumn``) are what clients send
 thousands of times a second. Profiled, a third of such a request went to matching the path
 against every route of the API and solving four dependencies; this ASGI layer recognises exactly
-these shapes and runs the same pieces the family route runs — body policy (``http.body``), unit
-of work (``http.unit_of_work``), authentication and rate limit (``http.auth``), the catalog and
-the statements (``custom_data``), errors rendered in the STATUS family (``http.families``) — in
-the same order.
+these shapes and runs the same pieces the family route runs — body policy (``http.body``),
+authentication and rate limit (``http.auth``), the catalog and the statements (``custom_data``),
+inside the unit of work with errors rendered in the STATUS family (``http.answer``) — in the same
+order.
 
 Why two ways into the same handlers: the FastAPI routes in ``router`` remain the contract (they
 are what OpenAPI documents) and serve every request this layer does not take: any other path or
@@ -18,28 +18,26 @@ is handed on as it was received), so their answers, errors included, are the rou
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.custom_data import query, records
 from callplane.custom_data.schema import RESERVED_TABLE_NAMES, TableSchema
 from callplane.driver import Db
-from callplane.errors import CallplaneError, InvalidInput, NotFound, Unavailable
+from callplane.errors import CallplaneError, InvalidInput, NotFound
+from callplane.http.answer import answer, error_response
 from callplane.http.auth import authenticate
 from callplane.http.body import PolicedRequest, police_body
-from callplane.http.families import STATUS, render_error
-from callplane.http.responses import json_response
-from callplane.http.unit_of_work import get_session, has_session, unit_of_work
+from callplane.http.families import STATUS
+from callplane.http.unit_of_work import get_session, has_session
 from callplane.runtime import Runtime
 
-log = logging.getLogger("callplane")
 #: /v1/data/{table} (group 1) or /v1/data/{table}/{id} (groups 1, 2)
 _DATA_PATH = re.compile(r"/v1/data/([A-Za-z0-9_-]{1,63})(?:/([1-9][0-9]{0,17}))?")
 
@@ -80,7 +78,7 @@ class HotRecords:
             try:
                 policed = await police_body(request)
             except CallplaneError as exc:
-                await _error(exc)(scope, receive, send)
+                await error_response(STATUS, exc)(scope, receive, send)
                 return
             assert isinstance(policed, PolicedRequest)
             body = policed.document
@@ -97,14 +95,7 @@ class HotRecords:
             return await records.patch_record(db, table, record_id, body)
 
         await self._answer(
-            scope,
-            receive,
-            send,
-            request,
-            name,
-            operation,
-            lambda found: {"record": found},
-            write=write,
+            send, request, name, operation, lambda found: {"record": found}, write=write
         )
 
     async def _list(self, scope: Scope, receive: Receive, send: Send, name: str) -> None:
@@ -114,21 +105,10 @@ class HotRecords:
         async def operation(db: Db, table: TableSchema) -> dict[str, Any]:
             return await query.list_records(db, table, params)
 
-        await self._answer(
-            scope,
-            receive,
-            send,
-            request,
-            name,
-            operation,
-            lambda page: page,
-            settled=_has_records,
-        )
+        await self._answer(send, request, name, operation, lambda page: page, settled=_has_records)
 
     async def _answer(
         self,
-        scope: Scope,
-        receive: Receive,
         send: Send,
         request: Request,
         name: str,
@@ -138,18 +118,14 @@ class HotRecords:
         write: bool = False,
         settled: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
-        """Run ``operation`` in the request's unit of work and send its answer, or its error in
-        the STATUS family, as the family route would."""
-        try:
-            async with unit_of_work(request):
-                result = await self._run(request, name, operation, write=write, settled=settled)
-        except CallplaneError as exc:
-            response = _error(exc)
-        except (OperationalError, InterfaceError) as exc:
-            response = _unavailable(scope, exc)
-        else:
-            response = json_response(body_of(result))
-        await response(scope, receive, send)
+        """Run ``operation`` and send its answer, or its error in the STATUS family, as the
+        family route would (``http.answer``)."""
+
+        async def handler() -> dict[str, Any]:
+            result = await self._run(request, name, operation, write=write, settled=settled)
+            return body_of(result)
+
+        await answer(request, send, STATUS, handler)
 
     async def _run(
         self,
@@ -196,20 +172,6 @@ class HotRecords:
 
 def _has_records(page: dict[str, Any]) -> bool:
     return bool(page["total_count"])
-
-
-def _unavailable(scope: Scope, exc: OperationalError | InterfaceError) -> Any:
-    """As http.errors.database_unavailable answers for the routes."""
-    if "database is locked" in str(exc.orig):
-        return _error(Unavailable("Database busy, retry shortly"))
-    request_id = scope.get("state", {}).get("request_id")
-    log.error("database unavailable", exc_info=exc, extra={"request_id": request_id})
-    return _error(Unavailable("Database unavailable, retry shortly"))
-
-
-def _error(exc: CallplaneError) -> Any:
-    rendered = render_error(STATUS, exc)
-    return json_response(rendered.body, rendered.status_code, rendered.headers)
 
 
 def _replay(raw: bytes) -> Receive:

@@ -12,22 +12,25 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from callplane.errors import InvalidInput
-from callplane.external_calls import service, uploads
+from callplane.external_calls import reads, service, uploads
 from callplane.external_calls.schemas import (
     ExternalCall,
     ExternalCallCreate,
     ExternalCallList,
     Recording,
 )
-from callplane.external_calls.wire import call_json, wire_call, wire_leg
+from callplane.external_calls.wire import wire_call, wire_leg
 from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import EXTERNAL_CALLS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router, streamed_body
-from callplane.pagination import total_pages
-from callplane.recordings.service import sign_rows
 
 router = family_router(EXTERNAL_CALLS, tags=["external_calls"])
+
+#: The list's paging bounds (also what ``hot`` takes without the route).
+MAX_PAGE = 1_000_000
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 20
 
 
 @router.get("/external_calls", response_model=ExternalCallList, summary="List external calls")
@@ -35,23 +38,16 @@ async def list_external_calls(
     session: SessionDep,
     runtime: RuntimeDep,
     tenant: CurrentTenant,
-    page: Annotated[int, Query(ge=1, le=1_000_000, description="Page number, from 1")] = 1,
-    page_size: Annotated[int, Query(ge=1, le=100, description="Calls per page")] = 20,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number, from 1")] = 1,
+    page_size: Annotated[
+        int, Query(ge=1, le=MAX_PAGE_SIZE, description="Calls per page")
+    ] = DEFAULT_PAGE_SIZE,
 ) -> Response:
     """External call sessions of the organization, newest first."""
-    calls, total = await service.read_external_calls(
-        session, tenant.organization_id, page, page_size
+    body = await reads.external_calls_page(
+        session, runtime, tenant.organization_id, page, page_size
     )
-    urls = await sign_rows(runtime, [leg for _, legs in calls for leg in legs])
-    return json_response(
-        {
-            "external_calls": [call_json(call, legs, urls) for call, legs in calls],
-            "total_count": total,
-            "page": page,
-            "page_size": page_size,
-            "total_pages": total_pages(total, page_size),
-        }
-    )
+    return json_response(body)
 
 
 @router.get(
@@ -65,9 +61,8 @@ async def get_external_call(
 ) -> Response:
     """An external call session with its visible recording legs, their transcripts and summaries,
     and signed playback URLs (valid one hour) for the playable legs."""
-    call, legs = await service.read_external_call(session, tenant.organization_id, uuid)
-    urls = await sign_rows(runtime, legs)
-    return json_response(call_json(call, legs, urls))
+    body = await reads.external_call_body(session, runtime, tenant.organization_id, uuid)
+    return json_response(body)
 
 
 @router.post(
