@@ -214,3 +214,22 @@ async def test_paging_the_route_refuses_is_left_to_it(app, client, hot_reads, qu
     assert response.status_code == 422
     assert set(response.json()) == {"detail"}
     assert hot_reads == []
+
+
+@pytest.mark.parametrize("path", ["/v1/external_calls", f"/v1/external_calls/{A}"])
+async def test_a_bug_in_the_hot_path_is_a_500_in_the_family_shape(app, client, monkeypatch, path):
+    org = await make_org(app)
+
+    async def broken(*_args: Any) -> dict[str, Any]:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(hot.reads, "external_calls_page", broken)
+    monkeypatch.setattr(hot.reads, "external_call_body", broken)
+    response = await client.get(path, headers=org.headers)
+    assert response.status_code == 500
+    assert response.json() == {
+        "status": "error",
+        "success": False,
+        "error": "Internal server error",
+        "errors": ["Internal server error"],
+    }

@@ -13,7 +13,9 @@ The routes in ``router`` remain the contract (OpenAPI documents them) and serve 
 this layer does not take: another method or path, an escaped path, an id not written as
 8-4-4-4-12 hex digits, a query string on the list other than ``page`` and ``page_size`` once
 each, in plain decimal and within the routes' bounds. Those go on to the app untouched, so their
-answers (a validation error's 422 included) are the routes' own.
+answers (a validation error's 422 included) are the routes' own. A bug raised here reaches
+``CrashBarrier`` with no route in the scope, which renders the 500 in the STATUS shape: the body
+this family gives too.
 """
 
 from __future__ import annotations
