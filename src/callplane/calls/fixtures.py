@@ -11,12 +11,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from sqlalchemy import Table
 from sqlalchemy.exc import IntegrityError
 
 from callplane.ahead import ahead
+from callplane.bulk import BulkInsert
 from callplane.calls.attributes import attribute_entries
 from callplane.calls.schemas import (
     AnalysisResult,
@@ -29,7 +31,7 @@ from callplane.calls.schemas import (
 )
 from callplane.calls.service import KnownReferences
 from callplane.errors import InvalidInput
-from callplane.loader import BulkInsert, LoadContext, LoadError, conflict, parse_items, section
+from callplane.loader import LoadContext, LoadError, conflict, parse_items, section
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, CallAttribute, CallTagLink
 
@@ -142,6 +144,8 @@ CHUNK = 5000
 IN_WORKER_FROM = 2
 
 
+#: What the section writes; calls first, the parent of the others.
+_TABLES = tuple(cast(Table, model.__table__) for model in (Call, CallTagLink, CallAttribute))
 _TRANSCRIPTS = TypeAdapter(list[TranscriptEntry])
 _ANALYSIS_RESULTS = TypeAdapter(list[AnalysisResult])
 
@@ -185,7 +189,10 @@ async def load_calls(context: LoadContext, items: list[Any]) -> list[Any]:
     stored them one by one: any invalid item is the error; otherwise the first unknown reference
     or conflicting id in document order. So after the first reference or conflict the remaining
     chunks are only validated."""
-    async with BulkInsert.of(context.session) as bulk:
+    async with (
+        BulkInsert.of(context.session) as bulk,
+        bulk.indexed_after(_TABLES, len(items)),
+    ):
         org = context.organization_id
 
         def prepare(start: int) -> _Chunk:
