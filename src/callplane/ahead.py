@@ -9,6 +9,11 @@ in order and writes. At most ``LOOKAHEAD`` parts wait, so memory stays that of a
 ``prepare`` must be a pure function of the part's start (it runs in the worker, which holds no
 database connection) and return something picklable. Fork is what makes a closure over the
 parsed input usable there; where fork is unavailable, or for one part, everything runs here.
+
+Fork shares the input's pages until they are written, and reading an object writes its reference
+count: the worker copies each page of input it reads. ``release(start)``, run in the worker after
+a part, drops the worker's references to that part's input, so those copies are freed and reused
+for the next part instead of adding up to a second copy of the input.
 """
 
 from __future__ import annotations
@@ -26,13 +31,22 @@ T = TypeVar("T")
 #: Parts prepared or being prepared beyond the one being written.
 LOOKAHEAD = 2
 
-#: The preparation of the running ``ahead``: set before the worker forks, which inherits it.
-_job: Callable[[int], Any] | None = None
+#: The preparation and release of the running ``ahead``: set before the worker forks, which
+#: inherits them.
+_job: tuple[Callable[[int], Any], Callable[[int], None]] | None = None
 
 
 def _run(start: int) -> Any:
     assert _job is not None
-    return _job(start)
+    prepare, release = _job
+    try:
+        return prepare(start)
+    finally:
+        release(start)
+
+
+def _keep(start: int) -> None:
+    pass
 
 
 def _worker_init() -> None:
@@ -43,7 +57,11 @@ def _worker_init() -> None:
 
 @contextlib.asynccontextmanager
 async def ahead(
-    prepare: Callable[[int], T], starts: Sequence[int], *, in_worker: bool
+    prepare: Callable[[int], T],
+    starts: Sequence[int],
+    *,
+    in_worker: bool,
+    release: Callable[[int], None] = _keep,
 ) -> AsyncIterator[AsyncIterator[tuple[int, T]]]:
     """``(start, prepare(start))`` for each start, in order; in a worker process if asked."""
     if not in_worker or "fork" not in multiprocessing.get_all_start_methods():
@@ -52,7 +70,7 @@ async def ahead(
     global _job
     if _job is not None:
         raise RuntimeError("one preparation at a time per process")
-    _job = prepare
+    _job = (prepare, release)
     try:
         with multiprocessing.get_context("fork").Pool(1, initializer=_worker_init) as pool:
             yield _in_order(pool, starts)

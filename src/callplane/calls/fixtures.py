@@ -8,6 +8,7 @@ calls: they are written with ``BulkInsert`` (rows as tuples, no ORM objects), in
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -198,11 +199,16 @@ async def load_calls(context: LoadContext, items: list[Any]) -> list[Any]:
         def prepare(start: int) -> _Chunk:
             return _prepare(bulk, org, items[start : start + CHUNK], start)
 
+        def release(start: int) -> None:
+            # Only ever in the worker, whose copy of the list this is.
+            items[start : start + CHUNK] = itertools.repeat(None, len(items[start : start + CHUNK]))
+
         starts = range(0, len(items), CHUNK)
         known = KnownReferences()
         created: list[Any] = []
         failure: LoadError | None = None
-        async with ahead(prepare, starts, in_worker=len(starts) >= IN_WORKER_FROM) as chunks:
+        in_worker = len(starts) >= IN_WORKER_FROM
+        async with ahead(prepare, starts, in_worker=in_worker, release=release) as chunks:
             async for start, chunk in chunks:
                 if chunk.invalid is not None:
                     raise LoadError(chunk.invalid)
