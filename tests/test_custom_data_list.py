@@ -351,3 +351,21 @@ async def test_invalid_queries_are_422(app, client):
     for body in BAD_QUERIES:
         response = await client.post("/v1/data/customers/query", json=body, headers=org.headers)
         assert_status_error(response, 422)
+
+
+async def test_the_count_follows_every_write_between_lists(app, client):
+    """Repeated lists (served on the lean path once warm, where SQLite may answer a count it
+    made before) count anew after each kind of write, whichever connection made it."""
+    org, created = await _setup(app, client)
+    for _ in range(3):
+        assert (await _list(client, org, "?active=true"))["total_count"] == 3
+    patched = await client.patch(
+        f"/v1/data/customers/{created[0]['id']}", json={"active": False}, headers=org.headers
+    )
+    assert patched.status_code == 200, patched.text
+    assert (await _list(client, org, "?active=true"))["total_count"] == 2
+    await insert(client, org, "customers", [{"name": "Edsger", "active": True}])
+    assert (await _list(client, org, "?active=true"))["total_count"] == 3
+    deleted = await client.delete(f"/v1/data/customers/{created[2]['id']}", headers=org.headers)
+    assert deleted.status_code == 200, deleted.text
+    assert (await _list(client, org, "?active=true"))["total_count"] == 2

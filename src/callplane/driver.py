@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,11 +170,22 @@ class DriverConnection:
     async def scalar(self, prepared: Prepared, values: Mapping[str, Any]) -> Any:
         raise NotImplementedError
 
+    async def count(self, prepared: Prepared, values: Mapping[str, Any]) -> int:
+        """The result of a ``SELECT count(*)`` statement."""
+        return int(await self.scalar(prepared, values) or 0)
+
+
+#: Exact counts a SQLite connection keeps (see ``_Sqlite.count``).
+KEPT_COUNTS = 64
+
 
 class _Sqlite(DriverConnection):
     def __init__(self, connection: sqlite3.Connection, dialect: Dialect) -> None:
         super().__init__(dialect)
         self._conn = connection
+        #: set by ``SqlitePool.begin`` for a transaction that only reads
+        self.read_only = False
+        self._counts: OrderedDict[tuple[Any, ...], tuple[tuple[int, int], int]] = OrderedDict()
 
     def _run(self, prepared: Prepared, values: Mapping[str, Any]) -> sqlite3.Cursor:
         arguments = prepared.arguments(values)
@@ -195,6 +207,28 @@ class _Sqlite(DriverConnection):
     async def scalar(self, prepared: Prepared, values: Mapping[str, Any]) -> Any:
         row = self._run(prepared, values).fetchone()
         return None if row is None else row[0]
+
+    async def count(self, prepared: Prepared, values: Mapping[str, Any]) -> int:
+        """An exact count over many rows (a list's ``total_count``) walks every matching index
+        entry: most of a list request's time. In a read-only transaction, a count this connection
+        made before is answered again while the database is the same: no other connection
+        committed since (``PRAGMA data_version``, read in this transaction's snapshot) and this
+        one changed nothing (``total_changes``, which rolled-back changes move too). Only counts
+        made in read-only transactions are kept, so none includes uncommitted changes."""
+        if not self.read_only:
+            return await super().count(prepared, values)
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        state = (version, self._conn.total_changes)
+        key = (prepared.sql, *prepared.arguments(values))
+        kept = self._counts.get(key)
+        if kept is not None and kept[0] == state:
+            self._counts.move_to_end(key)
+            return kept[1]
+        total = await super().count(prepared, values)
+        self._counts[key] = (state, total)
+        if len(self._counts) > KEPT_COUNTS:
+            self._counts.popitem(last=False)
+        return total
 
 
 def _postgres_error(prepared: Prepared, arguments: list[Any], error: Exception) -> exc.DBAPIError:
@@ -305,18 +339,19 @@ class SqlitePool:
         self._dialect = dialect
         self._busy_timeout_ms = busy_timeout_ms
         self._size = size
-        self._idle: list[sqlite3.Connection] = []
+        self._idle: list[_Sqlite] = []
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self) -> _Sqlite:
         conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
         conn.execute("PRAGMA foreign_keys=ON")
-        return conn
+        return _Sqlite(conn, self._dialect)
 
     async def begin(self, *, write: bool) -> DriverConnection:
-        conn = self._idle.pop() if self._idle else self._open()
+        connection = self._idle.pop() if self._idle else self._open()
+        conn = connection._conn
         try:
             if write:
                 await begin_immediate(conn, self._busy_timeout_ms)
@@ -325,7 +360,8 @@ class SqlitePool:
         except sqlite3.Error as error:
             conn.close()
             raise exc.DBAPIError.instance("BEGIN", [], error, sqlite3.Error) from error
-        return _Sqlite(conn, self._dialect)
+        connection.read_only = not write
+        return connection
 
     async def end(self, connection: DriverConnection, *, commit: bool) -> None:
         assert isinstance(connection, _Sqlite)
@@ -339,13 +375,13 @@ class SqlitePool:
             conn.close()
             raise exc.DBAPIError.instance("COMMIT", [], error, sqlite3.Error) from error
         if len(self._idle) < self._size:
-            self._idle.append(conn)
+            self._idle.append(connection)
         else:
             conn.close()
 
     async def close(self) -> None:
         while self._idle:
-            self._idle.pop().close()
+            self._idle.pop()._conn.close()
 
 
 def _json_decoder(raw: bytes) -> Any:

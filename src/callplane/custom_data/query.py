@@ -127,7 +127,7 @@ async def run_list(
         count_query = schema.statement(("count", shape), counting)
         page_query = schema.statement(("page", shape, p.sort_by, p.ascending), paging_query)
     driver = await driver_of(db)
-    total = int(await driver.scalar(count_query, params) or 0)
+    total = await driver.count(count_query, params)
     rows: list[dict[str, Any]] = []
     start = offset(p.page, p.per_page)
     if total and start < total:
