@@ -10,7 +10,6 @@ writes (``callplane.ahead``).
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -203,7 +202,8 @@ async def load_calls(context: LoadContext, items: list[Any]) -> list[Any]:
 
         def release(start: int) -> None:
             # Only ever in the worker, whose copy of the list this is.
-            items[start : start + CHUNK] = itertools.repeat(None, len(items[start : start + CHUNK]))
+            end = min(start + CHUNK, len(items))
+            items[start:end] = [None] * (end - start)
 
         starts = range(0, len(items), CHUNK)
         known = KnownReferences()

@@ -80,11 +80,9 @@ CALL_COLUMNS = (
     "created_at",
     "updated_at",
 )
-#: Columns of a visible leg in a read (``wire.leg_json``, ``recordings.service.sign_rows``);
-#: in the joined row they are prefixed ``leg_``.
-_LEG_COLUMNS = (
+#: Columns of a leg on the wire; ``wire.leg_json`` takes rows with these keys.
+LEG_FIELDS = (
     "id",
-    "organization_id",
     "file_name",
     "status",
     "started_at",
@@ -92,6 +90,12 @@ _LEG_COLUMNS = (
     "summary",
     "created_at",
     "updated_at",
+)
+#: Columns of a visible leg in a read: the wire's and what signing its URL needs
+#: (``recordings.service.sign_rows``); in the joined row they are prefixed ``leg_``.
+_LEG_COLUMNS = (
+    *LEG_FIELDS,
+    "organization_id",
     "storage_key",
     "content_type",
     "awaiting_redaction",

@@ -7,39 +7,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from callplane.external_calls.service import CALL_COLUMNS, PROCESSED_STATUS
+from callplane.external_calls.service import CALL_COLUMNS, LEG_FIELDS, PROCESSED_STATUS
 from callplane.models.external_calls import ExternalCall, Recording
-
-_LEG_FIELDS = (
-    "id",
-    "file_name",
-    "status",
-    "started_at",
-    "transcript",
-    "summary",
-    "created_at",
-    "updated_at",
-)
 
 
 def wire_call(call: ExternalCall, legs: list[Recording], urls: dict[Any, str]) -> dict[str, Any]:
     """``call_json`` of ORM objects (writes and the worker's events)."""
     return call_json(
         {name: getattr(call, name) for name in CALL_COLUMNS},
-        [{name: getattr(leg, name) for name in _LEG_FIELDS} for leg in legs],
+        [{name: getattr(leg, name) for name in LEG_FIELDS} for leg in legs],
         urls,
     )
 
 
 def wire_leg(leg: Recording) -> dict[str, Any]:
-    return leg_json({name: getattr(leg, name) for name in _LEG_FIELDS})
+    return leg_json({name: getattr(leg, name) for name in LEG_FIELDS})
 
 
 def call_json(
     call: Mapping[str, Any], legs: Sequence[Mapping[str, Any]], urls: Mapping[Any, str]
 ) -> dict[str, Any]:
     """A call (a row with the columns of ``CALL_COLUMNS``) and its visible legs (rows with the
-    columns of ``_LEG_FIELDS``); ``urls`` are the signed URLs by leg id (the leg's ``id`` as
+    columns of ``LEG_FIELDS``); ``urls`` are the signed URLs by leg id (the leg's ``id`` as
     given: text for rows read by ``service.read_*``, a UUID for ORM objects)."""
     # Plain dicts (serialized by orjson): the response_model of the routes documents the shape.
     # Uuids go out as text: asyncpg returns its own UUID subclass, which orjson does not know.
