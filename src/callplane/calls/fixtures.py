@@ -16,11 +16,11 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
-from sqlalchemy import Table
+from sqlalchemy import Table, select
 from sqlalchemy.exc import IntegrityError
 
 from callplane.ahead import ahead
-from callplane.bulk import BulkInsert
+from callplane.bulk import BulkInsert, random_uuid_hexes
 from callplane.calls.attributes import attribute_entries
 from callplane.calls.schemas import (
     AnalysisResult,
@@ -36,6 +36,7 @@ from callplane.errors import InvalidInput
 from callplane.loader import LoadContext, LoadError, conflict, parse_items, section
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, CallAttribute, CallTagLink
+from callplane.models.orgs import Organization
 
 Short64 = Annotated[SafeStr, StringConstraints(max_length=64)]
 
@@ -191,11 +192,19 @@ async def load_calls(context: LoadContext, items: list[Any]) -> list[Any]:
     stored them one by one: any invalid item is the error; otherwise the first unknown reference
     or conflicting id in document order. So after the first reference or conflict the remaining
     chunks are only validated."""
+    org = context.organization_id
     async with (
         BulkInsert.of(context.session) as bulk,
         bulk.indexed_after(_TABLES, len(items)),
+        bulk.foreign_keys_checked_by_caller(),
     ):
-        org = context.organization_id
+        # What the rows refer to: the organization and the tags, locked here and by
+        # ``KnownReferences``; and the calls, inserted here before their links and attributes.
+        await context.session.execute(
+            select(Organization.id)
+            .where(Organization.id == org)
+            .with_for_update(read=True, key_share=True)
+        )
 
         def prepare(start: int) -> _Chunk:
             return _prepare(bulk, org, items[start : start + CHUNK], start)
@@ -281,15 +290,21 @@ def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
     rows = _Rows()
     uuid_, timestamp, json = encoding.uuid, encoding.timestamp, encoding.json
     calls, links, attributes, ends = rows.calls, rows.links, rows.attributes, rows.ends
+    missing = sum((item.id is None) + (item.simple_uuid is None) for item in chunk)
+    generated = iter(random_uuid_hexes(missing))
     for item in chunk:
-        call_id = item.id or uuid.uuid4()
+        if item.id is None:
+            stored_id = next(generated)
+            call_id = str(uuid.UUID(hex=stored_id))
+        else:
+            stored_id, call_id = item.id.hex, str(item.id)
         created_at = item.created_at or utcnow()
-        stored_id, stored_created_at = uuid_(call_id), timestamp(created_at)
+        stored_created_at = timestamp(created_at)
         calls.append(
             (
                 org,
                 stored_id,
-                uuid_(item.simple_uuid or uuid.uuid4()),
+                next(generated) if item.simple_uuid is None else uuid_(item.simple_uuid),
                 item.from_number,
                 item.to_number,
                 item.status,
@@ -336,5 +351,5 @@ def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
             )
         )
         ends.append((len(links), len(attributes)))
-        rows.ids.append(str(call_id))
+        rows.ids.append(call_id)
     return rows

@@ -170,21 +170,23 @@ class KnownReferences:
         voices: Iterable[uuid.UUID],
         tags: Iterable[uuid.UUID],
     ) -> None:
-        for known, wanted, column in (
-            (self.agents, agents, Agent.uuid),
-            (self.voices, voices, Voice.id),
-            (self.tags, tags, CallTag.id),
+        # Tags are locked as the foreign key of each link would lock them (KEY SHARE: no delete
+        # until this transaction ends), once per tag: a bulk insert may write the links without
+        # the per-row triggers (``BulkInsert.foreign_keys_checked_by_caller``).
+        for known, wanted, column, locked in (
+            (self.agents, agents, Agent.uuid, False),
+            (self.voices, voices, Voice.id, False),
+            (self.tags, tags, CallTag.id, True),
         ):
             new = list(dict.fromkeys(u for u in wanted if u not in known))
             for start in range(0, len(new), _LOOKUP_BATCH):
                 batch = new[start : start + _LOOKUP_BATCH]
-                found = set(
-                    await session.scalars(
-                        select_owned(column.class_, organization_id, column).where(
-                            column.in_(batch)
-                        )
-                    )
+                query = select_owned(column.class_, organization_id, column).where(
+                    column.in_(batch)
                 )
+                if locked:
+                    query = query.with_for_update(read=True, key_share=True)
+                found = set(await session.scalars(query))
                 known.update((u, u in found) for u in batch)
 
     def check(
