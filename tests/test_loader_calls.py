@@ -396,3 +396,11 @@ async def test_the_first_bad_item_is_named_across_chunks(app, small_chunks, call
         await load(app, org, {"calls": calls})
     assert error.value.message.startswith(message)
     assert (await _stored(app, org.id))["calls"] == []
+
+
+def test_the_bulk_tables_have_no_column_defaults_in_the_database():
+    # On SQLite a bulk row leaves its NULL columns out (BulkInsert.batch): a default in the
+    # database would then be stored instead of the NULL.
+    from callplane.calls.fixtures import _TABLES
+
+    assert [c for table in _TABLES for c in table.columns if c.server_default is not None] == []

@@ -8,11 +8,14 @@ objects, ``executemany`` on SQLite and ``COPY`` on PostgreSQL, in the session's 
 from __future__ import annotations
 
 import contextlib
+import marshal
+import operator
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import compress
 from typing import Any
 
 import asyncpg
@@ -189,22 +192,45 @@ class BulkInsert:
             return text
         return jsonvalues.dumps(value)
 
-    async def insert(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
-        if not rows:
-            return
+    def flag(self, value: bool | None) -> Any:
+        # SQLite stores a boolean as the integer (as SQLAlchemy's Boolean does), bound directly.
+        if value is None or self.backend != "sqlite":
+            return value
+        return int(value)
+
+    def batch(self, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> Any:
+        """Rows for ``columns`` made ready for ``insert``; pure, so it runs where the rows are
+        built (the loader's worker process) rather than in the writer.
+
+        On SQLite, the writer binding the rows is the import's bottleneck, and Python's driver
+        binds ``None`` through its adapter lookup (an attribute miss, an exception raised and
+        cleared): measured, a NULL costs the writer ~290 ns and an integer ~8. So rows are
+        grouped by which columns are NULL, and each group names only its other columns: one
+        left out is NULL, as the bulk tables have no column defaults (pinned by a test). The
+        groups travel as ``marshal`` data (about three times faster to make than pickle's).
+        On PostgreSQL the rows are COPY's records as they are.
+        """
+        if self.backend != "sqlite":
+            return columns, rows
+        groups: dict[tuple[bool, ...], list[tuple[Any, ...]]] = {}
+        nulls = (None,) * len(columns)
+        for row in rows:
+            present = tuple(map(operator.is_not, row, nulls))
+            group = groups.get(present)
+            if group is None:
+                group = groups[present] = []
+            group.append(tuple(compress(row, present)))
+        return marshal.dumps(
+            [(tuple(compress(columns, present)), group) for present, group in groups.items()]
+        )
+
+    async def insert(self, table: str, batch: Any) -> None:
         if self.backend == "sqlite":
-            # Names from the models, never from input.
-            names, marks = ", ".join(columns), ", ".join("?" for _ in columns)
-            statement = f"INSERT INTO {table} ({names}) VALUES ({marks})"  # noqa: S608
-            cursor = await self.driver.cursor()
-            try:
-                await cursor.executemany(statement, rows)
-            except sqlite3.IntegrityError as exc:
-                raise IntegrityError(statement, None, exc) from None
-            except sqlite3.Error as exc:
-                raise DBAPIError(statement, None, exc) from None
-            finally:
-                await cursor.close()
+            for columns, rows in marshal.loads(batch):
+                await self._insert_sqlite(table, columns, rows)
+            return
+        columns, rows = batch
+        if not rows:
             return
         statement = f"COPY {table} ({', '.join(columns)})"
         try:
@@ -213,3 +239,19 @@ class BulkInsert:
             raise IntegrityError(statement, None, _DriverError(f"{type(exc)}: {exc}")) from None
         except asyncpg.PostgresError as exc:
             raise DBAPIError(statement, None, _DriverError(f"{type(exc)}: {exc}")) from None
+
+    async def _insert_sqlite(
+        self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]
+    ) -> None:
+        # Names from the models, never from input.
+        names, marks = ", ".join(columns), ", ".join("?" for _ in columns)
+        statement = f"INSERT INTO {table} ({names}) VALUES ({marks})"  # noqa: S608
+        cursor = await self.driver.cursor()
+        try:
+            await cursor.executemany(statement, rows)
+        except sqlite3.IntegrityError as exc:
+            raise IntegrityError(statement, None, exc) from None
+        except sqlite3.Error as exc:
+            raise DBAPIError(statement, None, exc) from None
+        finally:
+            await cursor.close()

@@ -160,27 +160,23 @@ def _stored(adapter: TypeAdapter[Any], models: list[Any]) -> Any:
 
 @dataclass
 class _Rows:
-    """One chunk's rows; ``ends[i]``: how many links and attribute rows items up to i make."""
+    """One chunk's rows, as tuples in ``_CALL_COLUMNS``' (and the others') order."""
 
     ids: list[str] = field(default_factory=list)
     calls: list[tuple[Any, ...]] = field(default_factory=list)
     links: list[tuple[Any, ...]] = field(default_factory=list)
     attributes: list[tuple[Any, ...]] = field(default_factory=list)
-    ends: list[tuple[int, int]] = field(default_factory=list)
-
-    def cut(self, count: int) -> None:
-        """Keep the rows of the first ``count`` items only."""
-        links, attributes = self.ends[count - 1] if count else (0, 0)
-        del self.ids[count:], self.calls[count:]
-        del self.links[links:], self.attributes[attributes:]
 
 
 @dataclass
 class _Chunk:
-    """A chunk prepared: its rows and the references it names, or its first invalid item."""
+    """A chunk prepared: the ids of its calls, its rows as ``BulkInsert.batch`` made them ready
+    for the writer (calls, links, attributes), and the references it names; or its first
+    invalid item."""
 
     invalid: str | None = None
-    rows: _Rows = field(default_factory=_Rows)
+    ids: list[str] = field(default_factory=list)
+    batches: tuple[Any, ...] = ()
     agents: set[uuid.UUID] = field(default_factory=set)
     voices: set[uuid.UUID] = field(default_factory=set)
     tags: set[uuid.UUID] = field(default_factory=set)
@@ -227,10 +223,11 @@ async def load_calls(context: LoadContext, items: list[Any]) -> list[Any]:
                     continue
                 unknown = await _unknown_reference(context, known, chunk, items, start)
                 if unknown is not None:
-                    chunk.rows.cut(unknown[0] - start)
-                created += chunk.rows.ids
-                # A conflict among the items before an unknown reference comes first.
-                failure = await _write(bulk, chunk.rows) or (unknown and unknown[1])
+                    # Rare, and the load fails: the items before it are written (a conflict
+                    # among them comes first), prepared again here.
+                    chunk = _prepare(bulk, org, items[start : unknown[0]], start)
+                created += chunk.ids
+                failure = await _write(bulk, chunk) or (unknown and unknown[1])
         if failure is not None:
             raise failure
         return created
@@ -242,7 +239,15 @@ def _prepare(encoding: BulkInsert, org: int, items: list[Any], start: int) -> _C
         valid = parse_items("calls", items, CallItem, start)
     except LoadError as exc:
         return _Chunk(invalid=exc.message)
-    chunk = _Chunk(rows=_rows(org, encoding, valid))
+    rows = _rows(org, encoding, valid)
+    chunk = _Chunk(
+        ids=rows.ids,
+        batches=(
+            encoding.batch(_CALL_COLUMNS, rows.calls),
+            encoding.batch(_LINK_COLUMNS, rows.links),
+            encoding.batch(_ATTRIBUTE_COLUMNS, rows.attributes),
+        ),
+    )
     for item in valid:
         if item.agent_id is not None:
             chunk.agents.add(item.agent_id)
@@ -267,7 +272,7 @@ async def _unknown_reference(
     if all(found[u] for found, wanted in named for u in wanted):
         return None
     # Rare: which item it is. The chunk's items (valid, checked above) are read again for it.
-    valid = parse_items("calls", items[start : start + len(chunk.rows.ids)], CallItem, start)
+    valid = parse_items("calls", items[start : start + len(chunk.ids)], CallItem, start)
     for index, item in enumerate(valid, start):
         try:
             known.check(item.agent_id, item.voice_id, item.tags)
@@ -276,11 +281,10 @@ async def _unknown_reference(
     raise AssertionError("an unknown reference that no item names")
 
 
-async def _write(bulk: BulkInsert, rows: _Rows) -> LoadError | None:
+async def _write(bulk: BulkInsert, chunk: _Chunk) -> LoadError | None:
     try:
-        await bulk.insert(Call.__tablename__, _CALL_COLUMNS, rows.calls)
-        await bulk.insert(CallTagLink.__tablename__, _LINK_COLUMNS, rows.links)
-        await bulk.insert(CallAttribute.__tablename__, _ATTRIBUTE_COLUMNS, rows.attributes)
+        for table, batch in zip(_TABLES, chunk.batches, strict=True):
+            await bulk.insert(table.name, batch)
     except IntegrityError as exc:
         return conflict("calls", exc)
     return None
@@ -288,8 +292,8 @@ async def _write(bulk: BulkInsert, rows: _Rows) -> LoadError | None:
 
 def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
     rows = _Rows()
-    uuid_, timestamp, json = encoding.uuid, encoding.timestamp, encoding.json
-    calls, links, attributes, ends = rows.calls, rows.links, rows.attributes, rows.ends
+    uuid_, timestamp, json, flag = encoding.uuid, encoding.timestamp, encoding.json, encoding.flag
+    calls, links, attributes = rows.calls, rows.links, rows.attributes
     missing = sum((item.id is None) + (item.simple_uuid is None) for item in chunk)
     generated = iter(random_uuid_hexes(missing))
     for item in chunk:
@@ -316,11 +320,11 @@ def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
                 item.call_prompt,
                 item.answered_by,
                 item.language,
-                item.transferred,
+                flag(item.transferred),
                 json(item.handoff_metadata),
                 item.direction,
                 uuid_(item.voice_id),
-                item.agent_speaks_first,
+                flag(item.agent_speaks_first),
                 uuid_(item.agent_id),
                 item.agent_branch,
                 item.agent_commit_id,
@@ -350,6 +354,5 @@ def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
                 item.params, item.external_identifiers
             )
         )
-        ends.append((len(links), len(attributes)))
         rows.ids.append(call_id)
     return rows
