@@ -404,3 +404,81 @@ def test_the_bulk_tables_have_no_column_defaults_in_the_database():
     from callplane.calls.fixtures import _TABLES
 
     assert [c for table in _TABLES for c in table.columns if c.server_default is not None] == []
+
+
+# The JSON value policy: the calls section's items are screened where they are prepared (the
+# workers), the rest of the document up front, with the precedence of one screen of the whole
+# document before anything else: its first violation is the error, whatever else is wrong.
+
+
+@pytest.mark.parametrize(
+    "document, message",
+    [
+        (
+            {"calls": [{"status": "x"}, {}, {}, {"params": {"a": "\u0000"}}]},
+            "calls[3].params.a: must not contain NUL characters",
+        ),
+        (
+            {"voices": [{"name": ""}], "calls": [{}, {}, {"params": {"a": "\u0000"}}]},
+            "calls[2].params.a: must not contain NUL characters",
+        ),
+        (
+            {"calls": [{}, {}, {"params": {"a": "\u0000"}}], "voices": [{"name": "\u0000"}]},
+            "calls[2].params.a: must not contain NUL characters",
+        ),
+        (
+            {"voices": [{"name": "\u0000"}], "calls": [{}, {}, {"params": {"a": "\u0000"}}]},
+            "voices[0].name: must not contain NUL characters",
+        ),
+        (
+            {"calls": [{"id": FULL}, {}, {"id": FULL}, {}, {"cart": {"x": "\ud800"}}]},
+            "calls[4].cart.x: must be valid Unicode text",
+        ),
+    ],
+    ids=[
+        "over-an-invalid-item",
+        "over-an-earlier-section",
+        "first-in-document",
+        "first-section",
+        "over-a-conflict",
+    ],
+)
+async def test_the_first_violation_of_the_value_policy_is_the_error(
+    app, small_chunks, document, message
+):
+    org = await make_org(app)
+    with pytest.raises(LoadError) as error:
+        await load(app, org, document)
+    assert error.value.message == message
+    assert (await _stored(app, org.id))["calls"] == []
+
+
+async def test_a_negative_zero_is_stored_as_zero_from_any_chunk(app, small_chunks):
+    org = await make_org(app)
+    await load(app, org, {"calls": [{}, {}, {"id": FULL, "params": {"z": -0.0, "n": [-0.0]}}]})
+    stored = {row["id"]: row for row in (await _stored(app, org.id))["calls"]}
+    assert stored[FULL]["params"] == {"z": 0.0, "n": [0.0]}
+    assert str(stored[FULL]["params"]["z"]) == "0.0"
+
+
+@pytest.mark.parametrize("levels", [58, 59, 60, 61])
+async def test_the_depth_limit_counts_from_the_document(app, small_chunks, levels):
+    from callplane.errors import InvalidInput
+    from callplane.jsonvalues import check_value
+
+    nested: dict[str, Any] = {}
+    for _ in range(levels):
+        nested = {"n": nested}
+    document = {"calls": [{}, {}, {"params": {"deep": nested}}]}
+    try:
+        check_value(document)
+        expected = None
+    except InvalidInput as exc:
+        expected = f"calls: {exc.message}"
+    org = await make_org(app)
+    if expected is None:
+        assert len((await load(app, org, document))["calls"]) == 3
+    else:
+        with pytest.raises(LoadError) as error:
+            await load(app, org, document)
+        assert error.value.message == expected

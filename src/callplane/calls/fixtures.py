@@ -33,7 +33,14 @@ from callplane.calls.schemas import (
 )
 from callplane.calls.service import KnownReferences
 from callplane.errors import InvalidInput
-from callplane.loader import LoadContext, LoadError, conflict, parse_items, section
+from callplane.loader import (
+    LoadContext,
+    LoadError,
+    conflict,
+    parse_items,
+    screened_items,
+    section,
+)
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, CallAttribute, CallTagLink
 from callplane.models.orgs import Organization
@@ -236,7 +243,7 @@ async def load_calls(context: LoadContext, items: list[Any]) -> list[Any]:
 def _prepare(encoding: BulkInsert, org: int, items: list[Any], start: int) -> _Chunk:
     """Validate a chunk and build its rows; pure (it may run in a worker process)."""
     try:
-        valid = parse_items("calls", items, CallItem, start)
+        valid = parse_items("calls", screened_items("calls", items, start), CallItem, start)
     except LoadError as exc:
         return _Chunk(invalid=exc.message)
     rows = _rows(org, encoding, valid)
