@@ -34,6 +34,8 @@ _EMPTY_JSON: dict[type, str] = {type(None): "null", list: "[]", dict: "{}"}
 
 #: Rows below which indexes are kept up row by row: building one reads the whole table.
 INDEXES_AFTER_FROM = 10_000
+#: Helper threads of SQLite's sorter while it builds the indexes after a bulk insert.
+SQLITE_SORTER_THREADS = 2
 #: SQLite's page cache during a bulk insert (the default is 2 MB).
 SQLITE_BULK_CACHE_KIB = 64 * 1024
 
@@ -120,8 +122,12 @@ class BulkInsert:
         for index in indexes:
             await self._execute(DropIndex(index))
         yield
+        # Whatever prepared the rows is done by now: SQLite's sorter may take helper threads
+        # for the builds (measured for 300,000 calls: 3.05 s with none, 2.6 with two).
+        await (await self.driver.execute(f"PRAGMA threads={SQLITE_SORTER_THREADS}")).close()
         for index in indexes:
             await self._execute(CreateIndex(index))
+        await (await self.driver.execute("PRAGMA threads=0")).close()
 
     @contextlib.asynccontextmanager
     async def foreign_keys_checked_by_caller(self) -> AsyncIterator[None]:
