@@ -482,3 +482,25 @@ async def test_the_depth_limit_counts_from_the_document(app, small_chunks, level
         with pytest.raises(LoadError) as error:
             await load(app, org, document)
         assert error.value.message == expected
+
+
+HOSTILE_TEXT = "tab\there\nnew line\\N back\\slash\r\n \\x00ff ünï 🎉 \\\\N"
+
+
+async def test_text_that_copy_would_read_as_markup_is_stored_as_written(app, small_chunks):
+    # PostgreSQL's rows travel as COPY's text format: tabs, newlines, backslashes and a literal
+    # "\N" (its NULL) in text and JSON columns must come back as they were sent.
+    org = await make_org(app)
+    item = {
+        "id": FULL,
+        "summary": HOSTILE_TEXT,
+        "from_number": "\\N",
+        "params": {HOSTILE_TEXT: HOSTILE_TEXT},
+        "transcripts": [{"role": "user", "text": HOSTILE_TEXT}],
+    }
+    await load(app, org, {"calls": [{}, {}, item]})
+    stored = {row["id"]: row for row in (await _stored(app, org.id))["calls"]}[FULL]
+    assert stored["summary"] == HOSTILE_TEXT
+    assert stored["from_number"] == "\\N"
+    assert stored["params"] == {HOSTILE_TEXT: HOSTILE_TEXT}
+    assert stored["transcripts"] == [{"role": "user", "text": HOSTILE_TEXT}]

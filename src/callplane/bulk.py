@@ -12,7 +12,7 @@ import marshal
 import operator
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import compress
@@ -48,6 +48,31 @@ def random_uuid_hexes(count: int) -> list[str]:
     raw[8::16] = bytes(byte & 0x3F | 0x80 for byte in raw[8::16])  # RFC 4122 variant
     text = raw.hex()
     return [text[start : start + 32] for start in range(0, len(text), 32)]
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _copy_text(value: str) -> str:
+    # COPY's text format escapes backslash, tab, newline and carriage return; input has no NUL.
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        return value.translate(_COPY_ESCAPES)
+    return value
+
+
+#: A row's value as a field of COPY's text format, by its type: what a bulk row holds.
+_COPY_FIELD: dict[type, Callable[[Any], str]] = {
+    str: _copy_text,
+    int: int.__repr__,
+    bool: lambda value: "t" if value else "f",
+    bytes: lambda value: "\\\\x" + value.hex(),  # bytea's hex form, its backslash escaped
+    datetime: datetime.isoformat,
+    type(None): lambda value: "\\N",
+}
+
+
+def _copy_line(row: tuple[Any, ...]) -> str:
+    return "\t".join([_COPY_FIELD[value.__class__](value) for value in row])
 
 
 class _DriverError(Exception):
@@ -214,10 +239,14 @@ class BulkInsert:
         grouped by which columns are NULL, and each group names only its other columns: one
         left out is NULL, as the bulk tables have no column defaults (pinned by a test). The
         groups travel as ``marshal`` data (about three times faster to make than pickle's).
-        On PostgreSQL the rows are COPY's records as they are.
+        On PostgreSQL, with the server's COPY on a core of its own, the rest of the import
+        shares the other: the rows become COPY's text here, so the writer only sends bytes (its
+        encoding of records, and the unpickling of their timestamps, measured ~4 s of 300,000
+        calls).
         """
         if self.backend != "sqlite":
-            return columns, rows
+            text = "".join([_copy_line(row) + "\n" for row in rows])
+            return tuple(columns), text.encode()
         groups: dict[tuple[bool, ...], list[tuple[Any, ...]]] = {}
         nulls = (None,) * len(columns)
         for row in rows:
@@ -235,12 +264,15 @@ class BulkInsert:
             for columns, rows in marshal.loads(batch):
                 await self._insert_sqlite(table, columns, rows)
             return
-        columns, rows = batch
-        if not rows:
+        columns, text = batch
+        if not text:
             return
         statement = f"COPY {table} ({', '.join(columns)})"
         try:
-            await self.driver.copy_records_to_table(table, records=rows, columns=columns)
+            # A memoryview: asyncpg would take bytes for a file's path.
+            await self.driver.copy_to_table(
+                table, source=memoryview(text), columns=columns, format="text"
+            )
         except asyncpg.IntegrityConstraintViolationError as exc:
             raise IntegrityError(statement, None, _DriverError(f"{type(exc)}: {exc}")) from None
         except asyncpg.PostgresError as exc:
