@@ -57,7 +57,8 @@ def workers() -> int:
     """Worker processes for this machine: one per core available to this process, within
     ``MAX_WORKERS``. With two cores, two workers and the writer share them: measured for a
     300,000-call import, the writer waited for a single worker a third of the time."""
-    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_WORKERS, cores or 1))
 
 
 def _worker_init() -> None:
