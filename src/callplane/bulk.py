@@ -2,7 +2,8 @@
 
 A section of the fixture document that can be large (calls: an imported history of hundreds of
 thousands) is written with ``BulkInsert``: rows as tuples already in the driver's terms, no ORM
-objects, ``executemany`` on SQLite and ``COPY`` on PostgreSQL, in the session's own transaction.
+objects, made ready for the writer by ``batch`` (in the loader's workers), then ``executemany`` on
+SQLite and ``COPY`` on PostgreSQL, in the session's own transaction.
 """
 
 from __future__ import annotations
@@ -201,8 +202,7 @@ class BulkInsert:
     @staticmethod
     def uuid(value: Any) -> str | None:
         # SQLite has no uuid type: SQLAlchemy's Uuid stores the 32 hex digits. PostgreSQL's
-        # uuid takes them as well, and as text a row is pickled many times faster than with
-        # UUID objects (whose pickling runs in Python) on its way from the worker process.
+        # uuid reads them as well (rows reach it as COPY text, ``batch``).
         return None if value is None else value.hex
 
     def timestamp(self, value: datetime | None) -> Any:
@@ -231,7 +231,7 @@ class BulkInsert:
 
     def batch(self, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> Any:
         """Rows for ``columns`` made ready for ``insert``; pure, so it runs where the rows are
-        built (the loader's worker process) rather than in the writer.
+        built (the loader's worker processes) rather than in the writer.
 
         On SQLite, the writer binding the rows is the import's bottleneck, and Python's driver
         binds ``None`` through its adapter lookup (an attribute miss, an exception raised and

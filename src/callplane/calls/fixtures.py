@@ -4,7 +4,7 @@
 Numbers are kept as written (a fixture records calls that happened); the searchable attributes
 are indexed exactly as for a created call. An imported history can hold hundreds of thousands of
 calls: they are written with ``BulkInsert`` (rows as tuples, no ORM objects), in chunks, and when
-there are several chunks a worker process validates and encodes the next ones while this process
+there are several chunks worker processes validate and encode the next ones while this process
 writes (``callplane.ahead``).
 """
 
