@@ -67,7 +67,6 @@ _COPY_FIELD: dict[type, Callable[[Any], str]] = {
     int: int.__repr__,
     bool: lambda value: "t" if value else "f",
     bytes: lambda value: "\\\\x" + value.hex(),  # bytea's hex form, its backslash escaped
-    datetime: datetime.isoformat,
     type(None): lambda value: "\\N",
 }
 
@@ -205,13 +204,19 @@ class BulkInsert:
         # uuid reads them as well (rows reach it as COPY text, ``batch``).
         return None if value is None else value.hex
 
-    def timestamp(self, value: datetime | None) -> Any:
-        """UTCDateTime's storage: UTC; on SQLite naive text in SQLAlchemy's format."""
+    def timestamp(self, value: datetime | None) -> str | None:
+        """UTCDateTime's storage as text: UTC; on SQLite naive, in SQLAlchemy's format; on
+        PostgreSQL with its offset, as COPY reads a timestamptz (made once, though a call's
+        creation time is in several of its rows)."""
         if value is None:
             return None
-        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        offset = value.utcoffset()
+        if offset is None:
+            value = value.replace(tzinfo=UTC)
+        elif offset:
+            value = value.astimezone(UTC)
         if self.backend != "sqlite":
-            return value
+            return value.isoformat()
         # SQLAlchemy's "%Y-%m-%d %H:%M:%S.%f"; isoformat pads the year to four digits too.
         return value.replace(tzinfo=None).isoformat(" ", "microseconds")
 
@@ -249,14 +254,22 @@ class BulkInsert:
             return tuple(columns), text.encode()
         groups: dict[tuple[bool, ...], list[tuple[Any, ...]]] = {}
         nulls = (None,) * len(columns)
+        whole = groups[(True,) * len(columns)] = []
         for row in rows:
+            if None not in row:  # most rows of most tables: one C-level scan
+                whole.append(row)
+                continue
             present = tuple(map(operator.is_not, row, nulls))
             group = groups.get(present)
             if group is None:
                 group = groups[present] = []
             group.append(tuple(compress(row, present)))
         return marshal.dumps(
-            [(tuple(compress(columns, present)), group) for present, group in groups.items()]
+            [
+                (tuple(compress(columns, present)), group)
+                for present, group in groups.items()
+                if group
+            ]
         )
 
     async def insert(self, table: str, batch: Any) -> None:
