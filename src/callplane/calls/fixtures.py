@@ -189,7 +189,7 @@ class _Chunk:
     tags: set[uuid.UUID] = field(default_factory=set)
 
 
-@section("calls")
+@section("calls", screens_items=True)
 async def load_calls(context: LoadContext, items: list[Any]) -> list[Any]:
     """Chunk by chunk, with the precedence of a load that validated every item first and then
     stored them one by one: any invalid item is the error; otherwise the first unknown reference
