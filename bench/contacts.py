@@ -37,7 +37,7 @@ from sqlalchemy import select
 from starlette.requests import Request
 from starlette.responses import Response
 
-from callplane.db import Database, dialect_insert
+from callplane.kit.db import Database, dialect_insert
 from callplane.models.base import utcnow
 from callplane.models.contacts import Contact  # noqa: E402
 

@@ -35,10 +35,10 @@ from sqlalchemy.engine import make_url
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from callplane import wakeups  # noqa: E402
 from callplane.calls.schemas import CallCreate  # noqa: E402
 from callplane.calls.service import create_call  # noqa: E402
-from callplane.db import Database  # noqa: E402
+from callplane.kit import wakeups  # noqa: E402
+from callplane.kit.db import Database  # noqa: E402
 from callplane.migrate import upgrade  # noqa: E402
 from callplane.models.base import utcnow  # noqa: E402
 from callplane.models.calls import Call, CallEvent  # noqa: E402

@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from callplane.app import create_app  # noqa: E402
 from callplane.calls.attributes import attribute_rows  # noqa: E402
 from callplane.calls.find import find_call_by_attribute  # noqa: E402
-from callplane.db import Database  # noqa: E402
+from callplane.kit.db import Database  # noqa: E402
 from callplane.migrate import upgrade  # noqa: E402
 from callplane.orgs.service import create_organization, issue_key  # noqa: E402
 from callplane.settings import Settings  # noqa: E402

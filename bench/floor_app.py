@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from starlette.responses import Response
 
-from callplane.db import Database
+from callplane.kit.db import Database
 from callplane.models.voices import Voice
 
 _db: Database | None = None

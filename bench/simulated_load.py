@@ -20,7 +20,7 @@ import httpx
 from tests.llm_stub import Reply, StubLLM
 
 from callplane.app import create_app
-from callplane.db import Database
+from callplane.kit.db import Database
 from callplane.migrate import upgrade
 from callplane.orgs.service import create_organization, issue_key
 from callplane.settings import Settings

@@ -23,7 +23,7 @@ import pytest
 import uvicorn
 
 from callplane.app import create_app
-from callplane.db import Database
+from callplane.kit.db import Database
 from tests.conftest import IN_CI, make_settings
 
 T = TypeVar("T")

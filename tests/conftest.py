@@ -25,7 +25,7 @@ import pytest
 from fastapi import FastAPI
 
 from callplane.app import create_app
-from callplane.db import Database
+from callplane.kit.db import Database
 from callplane.migrate import upgrade
 from callplane.models import metadata
 from callplane.models.base import USER_TABLE_PREFIX
@@ -64,7 +64,7 @@ def _pg_url(database: str) -> str:
 async def _pg_admin(statement: str) -> None:
     import asyncpg
 
-    from callplane.db import async_url
+    from callplane.kit.db import async_url
 
     url = async_url(POSTGRES_ADMIN_URL).replace("postgresql+asyncpg", "postgresql")
     conn = await asyncpg.connect(url)
@@ -121,7 +121,7 @@ async def _reset_postgres(url: str) -> None:
     a TRUNCATE (new files for each table) cost ~170 ms a test, a DELETE script a few ms."""
     import asyncpg
 
-    from callplane.db import async_url
+    from callplane.kit.db import async_url
 
     conn = await asyncpg.connect(async_url(url).replace("postgresql+asyncpg", "postgresql"))
     try:

@@ -16,8 +16,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from callplane.app import create_app
-from callplane.db import Database
 from callplane.demo import load_demo_into
+from callplane.kit.db import Database
 from callplane.orgs.service import create_organization, issue_key
 from tests.conftest import make_settings
 

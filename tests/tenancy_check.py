@@ -19,7 +19,7 @@ soon as they run under a test. INSERTs carry the organization in their values an
 checked (an ``INSERT … SELECT`` has its SELECT checked); neither are the ORM's own flushes,
 which write back objects that were loaded by checked statements or added by the code. Raw
 ``text()`` (DDL, pragmas) is not checked. A statement marked with
-``callplane.tenancy.across_organizations(stmt, reason)`` is allowed: that is the one documented
+``callplane.kit.tenancy.across_organizations(stmt, reason)`` is allowed: that is the one documented
 escape, for statements that must span organizations.
 """
 
@@ -55,8 +55,8 @@ from sqlalchemy.sql.selectable import (
 )
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from callplane import driver
-from callplane.tenancy import ACROSS_ORGANIZATIONS
+from callplane.kit import driver
+from callplane.kit.tenancy import ACROSS_ORGANIZATIONS
 
 ORG = "organization_id"
 
@@ -172,7 +172,7 @@ def _before_execute(
 
 
 def _on_driver_compile(statement: Any) -> None:
-    """Statements of the driver path (``callplane.driver``), checked when compiled; a
+    """Statements of the driver path (``callplane.kit.driver``), checked when compiled; a
     statement's shape, which is all the check looks at, never changes after that."""
     _check(statement, statement.get_execution_options())
 

@@ -1,4 +1,4 @@
-"""``callplane.ahead``: parts prepared by worker processes come back in order, whole, and only
+"""``callplane.kit.ahead``: parts prepared by worker processes come back in order, whole, and only
 the workers let go of the input."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from callplane import ahead as ahead_module
-from callplane.ahead import ahead, workers
+from callplane.kit import ahead as ahead_module
+from callplane.kit.ahead import ahead, workers
 
 ITEMS = list(range(12))
 

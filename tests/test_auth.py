@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from callplane.keycache import CACHE_SECONDS, KeyCache
+from callplane.kit.keycache import CACHE_SECONDS, KeyCache
 from callplane.orgs.service import hash_key, revoke_key
 from tests.factories import make_org, runtime_of
 

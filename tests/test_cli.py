@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from callplane.db import Database
+from callplane.kit.db import Database
 from callplane.migrate import drift
 from tests.conftest import client_for
 
@@ -100,8 +100,8 @@ def _history(calls: int) -> dict:
 
 async def test_load_of_a_large_history_is_whole_and_searchable(app, database_url):
     """Prepared by a worker process; on SQLite the indexes are built after the rows."""
-    from callplane.bulk import INDEXES_AFTER_FROM
     from callplane.calls.fixtures import CHUNK, IN_WORKER_FROM
+    from callplane.kit.bulk import INDEXES_AFTER_FROM
 
     calls = max(CHUNK * IN_WORKER_FROM, INDEXES_AFTER_FROM) + 1
     org = ok_json(callplane(database_url, "orgs", "create", "History", "--json"))

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
-from callplane.jsonvalues import MAX_DEPTH
+from callplane.kit.jsonvalues import MAX_DEPTH
 from tests.factories import make_org
 
 STATUS_KEYS = {"status", "success", "error", "errors"}
@@ -334,7 +334,7 @@ async def test_stored_json_comes_back_exactly(app, client):
 
 
 async def test_deeply_nested_data_within_limits_is_stored(app, client):
-    """One nesting limit for every JSON body (callplane.jsonvalues.MAX_DEPTH): the body itself
+    """One nesting limit for every JSON body (callplane.kit.jsonvalues.MAX_DEPTH): the body itself
     is the first level, so data may hold 63 more."""
     org = await make_org(app)
     data: dict[str, object] = {"leaf": 1}

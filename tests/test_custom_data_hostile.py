@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from callplane.jsonvalues import MAX_DEPTH
+from callplane.kit.jsonvalues import MAX_DEPTH
 from tests.factories import make_org
 from tests.test_custom_data_support import assert_status_error, create_table, insert
 
@@ -163,7 +163,7 @@ async def test_odd_bodies_are_422_never_500(app, client):
             method, path, content=b"a=1", headers={**org.headers, "Content-Type": "text/plain"}
         )
         assert_status_error(form, 422)
-    # One nesting limit for every JSON body (callplane.jsonvalues.MAX_DEPTH): the body, the
+    # One nesting limit for every JSON body (callplane.kit.jsonvalues.MAX_DEPTH): the body, the
     # records list and the record take three levels.
     deep: object = "leaf"
     for _ in range(MAX_DEPTH - 3):

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import Column, Integer, MetaData, Table, bindparam, func, select
 from sqlalchemy.dialects import sqlite
 
-from callplane.driver import Prepared, SqlitePool
+from callplane.kit.driver import Prepared, SqlitePool
 from tests.conftest import BACKEND
 
 pytestmark = pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's own-transaction pool")

@@ -16,7 +16,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import func, inspect, select, table
 
-from callplane.jsonvalues import MAX_DEPTH
+from callplane.kit.jsonvalues import MAX_DEPTH
 from tests.conftest import client_for
 from tests.factories import OrgHandle, load, make_org, runtime_of
 from tests.test_error_shapes import CASES, RouteCase, assert_family_shape

@@ -16,9 +16,9 @@ PACKAGE = Path(callplane.__file__).parent
 #: it imports only that domain's schema code (checked below like every module under http/).
 RUNTIME_MAY_IMPORT = {
     "callplane.custom_data.catalog",
-    "callplane.db",
-    "callplane.driver",
-    "callplane.keycache",
+    "callplane.kit.db",
+    "callplane.kit.driver",
+    "callplane.kit.keycache",
     "callplane.media.signing",
     "callplane.media.storage",
     "callplane.ratelimit",

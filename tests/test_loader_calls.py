@@ -464,7 +464,7 @@ async def test_a_negative_zero_is_stored_as_zero_from_any_chunk(app, small_chunk
 @pytest.mark.parametrize("levels", [58, 59, 60, 61])
 async def test_the_depth_limit_counts_from_the_document(app, small_chunks, levels):
     from callplane.errors import InvalidInput
-    from callplane.jsonvalues import check_value
+    from callplane.kit.jsonvalues import check_value
 
     nested: dict[str, Any] = {}
     for _ in range(levels):

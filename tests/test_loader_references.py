@@ -109,7 +109,7 @@ async def test_a_role_that_may_not_turn_the_triggers_off_imports_the_same(
 
 
 async def _role_inside_the_bulk_insert(app) -> str:
-    from callplane.bulk import BulkInsert
+    from callplane.kit.bulk import BulkInsert
 
     runtime = runtime_of(app)
     async with runtime.db.session(write=True) as session:

@@ -7,7 +7,7 @@ import uuid
 
 from sqlalchemy import inspect
 
-from callplane.db import Database
+from callplane.kit.db import Database
 from callplane.migrate import drift, upgrade
 from callplane.models import metadata
 from tests.conftest import BACKEND, POSTGRES_ADMIN_URL, _pg_admin, _pg_url
@@ -66,7 +66,7 @@ async def test_old_sqlite_json_columns_become_text_and_keep_their_values(tmp_pat
     import pytest
     from sqlalchemy import text
 
-    from callplane import jsonvalues
+    from callplane.kit import jsonvalues
 
     if BACKEND != "sqlite":
         pytest.skip("PostgreSQL's JSONB columns keep numbers as written")

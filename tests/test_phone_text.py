@@ -1,4 +1,4 @@
-"""One identifier policy for calls and contacts (``callplane.e164``): the same string names the
+"""One identifier policy for calls and contacts (``callplane.kit.e164``): the same string names the
 same number in ``POST /v1/calls`` and in ``PUT /v1/contacts/{id}/data``, on either database."""
 
 from __future__ import annotations

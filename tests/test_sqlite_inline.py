@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from callplane import sqlite_inline
+from callplane.kit import sqlite_inline
 from tests.conftest import BACKEND, client_for
 from tests.factories import make_org
 

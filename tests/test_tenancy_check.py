@@ -8,9 +8,7 @@ import uuid
 from sqlalchemy import Column, Integer, MetaData, Table, func, select, update
 from sqlalchemy.orm import aliased
 
-from callplane.models.call_tags import CallTag
-from callplane.models.calls import Call, CallTagLink
-from callplane.tenancy import (
+from callplane.kit.tenancy import (
     across_organizations,
     delete_owned,
     owned_by,
@@ -18,6 +16,8 @@ from callplane.tenancy import (
     select_owned,
     update_owned,
 )
+from callplane.models.call_tags import CallTag
+from callplane.models.calls import Call, CallTagLink
 from tests.tenancy_check import check_statement
 
 # A table no model knows, as another part of the code (or a custom-data table) would add.

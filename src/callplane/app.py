@@ -23,7 +23,7 @@ from callplane.http.errors import CrashBarrier
 from callplane.http.middleware import RequestContextMiddleware
 from callplane.http.responses import JSONResponse, json_response
 from callplane.http.v1 import include_v1
-from callplane.logs import configure_logging
+from callplane.kit.logs import configure_logging
 from callplane.runtime import Runtime
 from callplane.settings import Settings
 

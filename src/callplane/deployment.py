@@ -10,7 +10,7 @@ import secrets
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.db import dialect_insert
+from callplane.kit.db import dialect_insert
 from callplane.models.orgs import AppSetting
 from callplane.settings import Settings
 

@@ -10,7 +10,7 @@ from alembic.config import Config
 from alembic.migration import MigrationContext
 from sqlalchemy.engine import Connection
 
-from callplane.db import Database
+from callplane.kit.db import Database
 
 
 def alembic_config() -> Config:

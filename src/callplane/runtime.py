@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from callplane.custom_data.catalog import Catalog
-from callplane.db import SQLITE_BUSY_TIMEOUT_MS, Database
-from callplane.driver import OwnPool, pool_for
-from callplane.keycache import KeyCache
+from callplane.kit.db import SQLITE_BUSY_TIMEOUT_MS, Database
+from callplane.kit.driver import OwnPool, pool_for
+from callplane.kit.keycache import KeyCache
 from callplane.media.signing import RecordingSigner
 from callplane.media.storage import Storage, storage_from_settings
 from callplane.ratelimit import RateLimiter

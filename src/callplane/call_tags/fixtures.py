@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from callplane.loader import LoadContext, parse_items, section
+from callplane.fixtures import LoadContext, parse_items, section
 from callplane.models.base import utcnow
 from callplane.models.call_tags import CallTag
 

@@ -13,7 +13,7 @@ from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import DETAIL
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
-from callplane.pagination import total_pages
+from callplane.kit.pagination import total_pages
 
 router = family_router(DETAIL, tags=["call tags"])
 

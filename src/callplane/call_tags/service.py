@@ -4,9 +4,9 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.kit.pagination import count, offset
+from callplane.kit.tenancy import select_owned
 from callplane.models.call_tags import CallTag
-from callplane.pagination import count, offset
-from callplane.tenancy import select_owned
 
 
 async def list_call_tags(

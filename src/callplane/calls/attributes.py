@@ -19,8 +19,8 @@ from sqlalchemy import and_, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from callplane.kit.tenancy import same_organization, select_owned
 from callplane.models.calls import CallAttribute
-from callplane.tenancy import same_organization, select_owned
 
 PARAM = "param"
 EXTERNAL = "external"

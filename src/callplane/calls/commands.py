@@ -11,9 +11,9 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane import wakeups
 from callplane.calls import events, service
 from callplane.calls.schemas import CallCreate
+from callplane.kit import wakeups
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
 

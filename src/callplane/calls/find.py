@@ -13,9 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from callplane.calls import service
 from callplane.calls.attributes import EXTERNAL, PARAM, newest_match
 from callplane.errors import InvalidInput, NotFound
+from callplane.kit.tenancy import select_owned
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
-from callplane.tenancy import select_owned
 
 MAX_FIELDS = 50
 MAX_FIELDS_CHARS = 1000

@@ -5,7 +5,7 @@ Numbers are kept as written (a fixture records calls that happened); the searcha
 are indexed exactly as for a created call. An imported history can hold hundreds of thousands of
 calls: they are written with ``BulkInsert`` (rows as tuples, no ORM objects), in chunks, and when
 there are several chunks worker processes validate and encode the next ones while this process
-writes (``callplane.ahead``).
+writes (``callplane.kit.ahead``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 from sqlalchemy import Table, select
 from sqlalchemy.exc import IntegrityError
 
-from callplane.ahead import ahead
-from callplane.bulk import BulkInsert, random_uuid_hexes
 from callplane.calls.attributes import attribute_entries
 from callplane.calls.schemas import (
     AnalysisResult,
@@ -33,7 +31,7 @@ from callplane.calls.schemas import (
 )
 from callplane.calls.service import KnownReferences
 from callplane.errors import InvalidInput
-from callplane.loader import (
+from callplane.fixtures import (
     LoadContext,
     LoadError,
     conflict,
@@ -41,6 +39,8 @@ from callplane.loader import (
     screened_items,
     section,
 )
+from callplane.kit.ahead import ahead
+from callplane.kit.bulk import BulkInsert, random_uuid_hexes
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, CallAttribute, CallTagLink
 from callplane.models.orgs import Organization
@@ -150,7 +150,7 @@ _ATTRIBUTE_COLUMNS = (
 #: holds beyond the document (and the ids it returns).
 CHUNK = 5000
 #: A section of at least this many chunks is prepared (validated, turned into rows) by a worker
-#: process while this one writes (``callplane.ahead``); a smaller one is not worth the fork.
+#: process while this one writes (``callplane.kit.ahead``); a smaller one is not worth the fork.
 IN_WORKER_FROM = 2
 
 

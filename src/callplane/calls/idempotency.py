@@ -18,11 +18,11 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.db import dialect_insert
 from callplane.errors import Conflict
+from callplane.kit.db import dialect_insert
+from callplane.kit.tenancy import select_owned, update_owned
 from callplane.models.base import utcnow
 from callplane.models.calls import CallIdempotencyKey
-from callplane.tenancy import select_owned, update_owned
 
 #: Keys are honoured at least this long; an older claim may be taken over by a new request.
 KEY_LIFETIME = timedelta(hours=24)

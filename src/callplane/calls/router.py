@@ -24,8 +24,8 @@ from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.responses import dumps, json_response
 from callplane.http.routing import family_router
+from callplane.kit.pagination import total_pages
 from callplane.models.calls import CALL_STATUSES
-from callplane.pagination import total_pages
 
 router = family_router(STATUS, tags=["calls"])
 

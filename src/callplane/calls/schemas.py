@@ -12,7 +12,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from callplane.e164 import phone_number
+from callplane.kit.e164 import phone_number
 
 #: Bound on each free-form object a client sends (params, external_identifiers, cart, ...).
 MAX_OBJECT_BYTES = 64 * 1024
@@ -33,7 +33,7 @@ def _check_text(value: str) -> str:
 
 def _walk_json(value: Any) -> int:
     """A size estimate of a free-form JSON value, in characters. Its other rules (depth,
-    64-bit integers, finite numbers, no NUL) are the JSON value policy's (callplane.jsonvalues),
+    64-bit integers, finite numbers, no NUL) are the JSON value policy's (callplane.kit.jsonvalues),
     applied to request bodies and fixture documents before they get here."""
     if isinstance(value, str):
         return len(value) + 2
@@ -65,7 +65,7 @@ def _check_attributes(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def normalize_number(value: str) -> str:
-    """E.164 for a phone number (``callplane.e164``: the policy contact identifiers follow too)."""
+    """E.164 for a phone number (``callplane.kit.e164``: contact identifiers follow it too)."""
     return phone_number(value)
 
 

@@ -13,15 +13,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from callplane.calls.attributes import attribute_rows, index_attributes
 from callplane.calls.schemas import CallCreate
 from callplane.errors import Conflict, InvalidInput, NotFound
+from callplane.kit.pagination import count, offset
+from callplane.kit.tenancy import same_organization, select_owned, update_owned
 from callplane.models.agents import Agent
 from callplane.models.base import utcnow
 from callplane.models.call_tags import CallTag
 from callplane.models.calls import Call, CallTagLink
 from callplane.models.voices import Voice
-from callplane.pagination import count, offset
 from callplane.recordings.urls import call_recording_urls
 from callplane.runtime import Runtime
-from callplane.tenancy import same_organization, select_owned, update_owned
 
 CALL_NOT_FOUND = "Call not found"
 

@@ -9,19 +9,17 @@ import asyncio
 import gc
 import os
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any
 
 import orjson
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.cli.common import fail, in_transaction, print_json
 from callplane.cli.users import users_app
 from callplane.cli.worker import worker
-from callplane.db import Database
-from callplane.errors import CallplaneError
+from callplane.kit.db import Database
 from callplane.migrate import upgrade
 from callplane.settings import Settings
 
@@ -36,46 +34,6 @@ app.add_typer(orgs_app, name="orgs")
 app.add_typer(keys_app, name="keys")
 app.add_typer(users_app, name="users")
 app.command()(worker)
-
-T = TypeVar("T")
-
-
-def _in_transaction(work: Callable[[AsyncSession, Settings], Awaitable[T]]) -> T:
-    """Run ``work`` in one committed transaction; domain errors exit 1 with their message."""
-    settings = Settings()
-
-    async def _run() -> T:
-        db = Database(settings.database_url, pool_size=1)
-        try:
-            await upgrade(db)
-            async with db.session(write=True) as session:
-                result = await work(session, settings)
-                await session.commit()
-                return result
-        finally:
-            await db.dispose()
-
-    try:
-        return asyncio.run(_run())
-    except CallplaneError as exc:
-        fail(exc.message)
-    except (SQLAlchemyError, OSError) as exc:
-        # One clear line, never a traceback: the database is unreachable or refused the work.
-        fail(f"database: {_first_line(exc)}")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
-
-
-def _print_json(value: Any) -> None:
-    sys.stdout.write(orjson.dumps(value).decode() + "\n")
 
 
 @app.command()
@@ -140,9 +98,9 @@ def orgs_create(
         key = await issue_key(session, org.id)
         return {"id": org.id, "name": org.name, "api_key": key.api_key, "key_id": key.id}
 
-    result = _in_transaction(work)
+    result = in_transaction(work)
     if as_json:
-        _print_json(result)
+        print_json(result)
     else:
         typer.echo(
             f"organization {result['id']} ({result['name']})\n"
@@ -163,9 +121,9 @@ def keys_create(
         key = await issue_key(session, org, name=name)
         return {"id": key.id, "api_key": key.api_key}
 
-    result = _in_transaction(work)
+    result = in_transaction(work)
     if as_json:
-        _print_json(result)
+        print_json(result)
     else:
         typer.echo(f"key {result['id']}: {result['api_key']}")
 
@@ -190,9 +148,9 @@ def keys_list(
             for k in await list_keys(session, org)
         ]
 
-    keys = _in_transaction(work)
+    keys = in_transaction(work)
     if as_json:
-        _print_json({"keys": keys})
+        print_json({"keys": keys})
         return
     for k in keys:
         state = "revoked" if k["revoked"] else "active"
@@ -207,7 +165,7 @@ def keys_revoke(key_id: int) -> None:
     async def work(session: AsyncSession, _settings: Settings) -> None:
         await revoke_key(session, key_id)
 
-    _in_transaction(work)
+    in_transaction(work)
     typer.echo(f"key {key_id} revoked")
 
 
@@ -239,9 +197,9 @@ def load(
         await get_organization(session, org)
         return await load_document(session, settings, org, document)
 
-    created = _in_transaction(work)
+    created = in_transaction(work)
     if as_json:
-        _print_json(created)
+        print_json(created)
     else:
         for section, ids in created.items():
             typer.echo(f"{section}: {len(ids)} created")
@@ -264,7 +222,7 @@ def demo(
         async def into(session: AsyncSession, settings: Settings) -> dict[str, list[Any]]:
             return await load_demo_into(session, settings, org)
 
-        for section, ids in _in_transaction(into).items():
+        for section, ids in in_transaction(into).items():
             typer.echo(f"{section}: {len(ids)} created")
         return
 
@@ -272,7 +230,7 @@ def demo(
         org_id, key = await ensure_demo(session, settings)
         return org_id, key, await ensure_demo_person(session, settings, org_id)
 
-    org_id, key, person = _in_transaction(work)
+    org_id, key, person = in_transaction(work)
     password = person.password or "(changed since it was created: not shown, not reset)"
     typer.echo(
         f"Dashboard: {Settings().public_url}/dashboard/\n"

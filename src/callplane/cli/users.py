@@ -26,7 +26,7 @@ def users_create(
     ] = False,
 ) -> None:
     """Create a person who signs in to the dashboard; prints their one-time password."""
-    from callplane.cli.main import _in_transaction, _print_json
+    from callplane.cli.common import in_transaction, print_json
     from callplane.users.passwords import generate_password
     from callplane.users.service import create_user
 
@@ -36,9 +36,9 @@ def users_create(
         person = await create_user(session, org, email, password)
         return {"id": person.id, "email": person.email, "password": password}
 
-    result = _in_transaction(work)
+    result = in_transaction(work)
     if as_json:
-        _print_json(result)
+        print_json(result)
     else:
         typer.echo(
             f"person {result['id']} ({result['email']}) in organization {org}\n"

@@ -25,7 +25,7 @@ def worker(
 ) -> None:
     """Run the call engine: dispatch calls, hold conversations, deliver webhooks."""
     from callplane.engine.worker import Engine
-    from callplane.logs import configure_logging
+    from callplane.kit.logs import configure_logging
     from callplane.runtime import Runtime
 
     settings = Settings()

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from callplane.contacts.identifiers import normalize_identifier
 from callplane.contacts.service import parse_write, put_contact_data
 from callplane.errors import InvalidInput
-from callplane.loader import LoadContext, LoadError, parse_items, section
+from callplane.fixtures import LoadContext, LoadError, parse_items, section
 
 
 class ContactItem(BaseModel):

@@ -1,6 +1,6 @@
 """Caller identifiers (SPEC PUT /contacts/{phoneNumber}/data; DESIGN §5).
 
-Phone text (digits, spaces and ``+-().``, in any script: ``callplane.e164``, the policy calls
+Phone text (digits, spaces and ``+-().``, in any script: ``callplane.kit.e164``, the policy calls
 use for ``to_number`` too) is a phone number, keyed by its E.164 form, so ``(415) 555-0123``,
 ``415.555.0123``, ``+1 415 555 0123`` and ``٤١٥٥٥٥٠١٢٣`` are one contact. Anything else
 (``sip:alice@example.com``, ``whatsapp-4711``, ``José``) is a non-phone identifier, kept
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from callplane.e164 import NotAPhoneNumber, check_visible, e164, phone_text
 from callplane.errors import InvalidInput
+from callplane.kit.e164 import NotAPhoneNumber, check_visible, e164, phone_text
 from callplane.models.contacts import IDENTIFIER_MAX_LENGTH
 
 _LOC = ("path", "phoneNumber")

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from callplane.contacts.service import purge_expired
-from callplane.db import Database
+from callplane.kit.db import Database
 from callplane.models.base import utcnow
 from callplane.runtime import Runtime
 

@@ -32,8 +32,8 @@ from callplane.http.families import STATUS, StatusError
 from callplane.http.responses import json_response
 from callplane.http.routing import exact_json_text, family_router
 from callplane.http.unit_of_work import get_session, has_session
+from callplane.kit.pagination import total_pages
 from callplane.models.base import utcnow
-from callplane.pagination import total_pages
 from callplane.runtime import Runtime
 
 router = family_router(STATUS, tags=["contacts"])

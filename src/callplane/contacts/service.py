@@ -28,12 +28,12 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.driver import DriverConnection, Prepared, driver_connection, fixed_statement
 from callplane.errors import Conflict, InvalidInput, NotFound
+from callplane.kit.driver import DriverConnection, Prepared, driver_connection, fixed_statement
+from callplane.kit.pagination import count, offset
+from callplane.kit.tenancy import across_organizations, owned_by, select_owned
 from callplane.models.base import UTCDateTime, utcnow
 from callplane.models.contacts import Contact
-from callplane.pagination import count, offset
-from callplane.tenancy import across_organizations, owned_by, select_owned
 
 DATA_MAX_BYTES = 65_536
 TTL_MIN_SECONDS = 60
@@ -207,7 +207,7 @@ _UPSERTS: dict[str, tuple[Any, Any]] = {
 
 #: Where the PUT, GET and DELETE statements run: the request's session (on its driver
 #: connection), or a transaction of their own (``router``, when authentication opened no session).
-#: Either way a statement is one driver call (``callplane.driver``): through the session layer a
+#: Either way a statement is one driver call (``callplane.kit.driver``): through the session layer a
 #: PUT cost more in greenlet switches, execution contexts and result objects than its upsert.
 Db = AsyncSession | DriverConnection
 

@@ -34,10 +34,10 @@ from callplane.custom_data.schema import (
     is_missing_table,
     specs_from_json,
 )
-from callplane.driver import driver_connection
 from callplane.errors import InvalidInput, NotFound
+from callplane.kit.driver import driver_connection
+from callplane.kit.tenancy import owned_by, select_owned
 from callplane.models.custom_data import CustomTable
-from callplane.tenancy import owned_by, select_owned
 
 _VERSIONS = 512
 _NAMES = 4096

@@ -15,7 +15,7 @@ from callplane.custom_data.catalog import Catalog
 from callplane.custom_data.schemas import ColumnIn, TableIn
 from callplane.custom_data.types import INT64_MAX
 from callplane.errors import CallplaneError
-from callplane.loader import LoadContext, LoadError, parse_items, section
+from callplane.fixtures import LoadContext, LoadError, parse_items, section
 
 
 class TableItem(BaseModel):

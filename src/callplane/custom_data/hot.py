@@ -29,13 +29,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.custom_data import query, records
 from callplane.custom_data.schema import RESERVED_TABLE_NAMES, TableSchema
-from callplane.driver import Db
 from callplane.errors import CallplaneError, InvalidInput, NotFound
 from callplane.http.answer import answer, error_response
 from callplane.http.auth import authenticate
 from callplane.http.body import PolicedRequest, police_body
 from callplane.http.families import STATUS
 from callplane.http.unit_of_work import get_session, has_session
+from callplane.kit.driver import Db
 from callplane.runtime import Runtime
 
 #: /v1/data/{table} (group 1) or /v1/data/{table}/{id} (groups 1, 2)

@@ -20,10 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from callplane.custom_data.records import current_catalog
 from callplane.custom_data.schema import TableSchema
 from callplane.custom_data.types import ColumnType
-from callplane.driver import Db, Prepared, dialect_of, driver_of
 from callplane.errors import InvalidInput
-from callplane.pagination import offset
-from callplane.tenancy import owned_by
+from callplane.kit.driver import Db, Prepared, dialect_of, driver_of
+from callplane.kit.pagination import offset
+from callplane.kit.tenancy import owned_by
 
 DEFAULT_PER_PAGE = 50
 MAX_PER_PAGE = 200
@@ -103,7 +103,7 @@ async def run_list(
     params: dict[str, Any],
     shape: Any = None,
 ) -> dict[str, Any]:
-    """Count and page, two statements on the driver connection (``callplane.driver``), each
+    """Count and page, two statements on the driver connection (``callplane.kit.driver``), each
     checking the table's catalog row like the record statements. ``shape`` (hashable, or None
     when the conditions are one-off) names the statements' structure, so the same list request
     reuses statements compiled once."""

@@ -5,7 +5,7 @@ toolkit, values are bound. Managed columns (id, organization_id, created_at, upd
 here and ignored in bodies, as are names that are not declared columns.
 
 Reading, replacing, patching and deleting one record are the hot paths: each is one statement,
-compiled once per table and shape and run on the driver connection (``callplane.driver``). Each
+compiled once per table and shape and run on the driver connection (``callplane.kit.driver``). Each
 also checks, in the same statement, that the table's catalog row is still the one the schema was
 built from (``current_catalog``), so it may be given a schema taken from the per-process catalog
 without reading the catalog first (``catalog.Catalog.with_table``). Batch inserts, the
@@ -38,12 +38,12 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from callplane.custom_data.schema import TableSchema, physical_name
 from callplane.custom_data.types import INT64_MAX, TimestampType
-from callplane.db import sync_id_sequence
-from callplane.driver import Db, Prepared, dialect_of, driver_of
 from callplane.errors import CallplaneError, Conflict, InvalidInput, NotFound
+from callplane.kit.db import sync_id_sequence
+from callplane.kit.driver import Db, Prepared, dialect_of, driver_of
+from callplane.kit.tenancy import delete_owned, owned_by, select_owned
 from callplane.models.base import utcnow
 from callplane.models.custom_data import CustomTable
-from callplane.tenancy import delete_owned, owned_by, select_owned
 
 SOURCE_COLUMN = re.compile(r"[a-z][a-z0-9_]{0,62}")
 

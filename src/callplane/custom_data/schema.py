@@ -97,7 +97,7 @@ class TableSchema:
     kinds: dict[str, ColumnType] = field(init=False)
     #: the columns of a record, in the order they appear in responses
     selectable: list[Column[Any]] = field(init=False)
-    #: statements built and compiled once per shape (``callplane.driver.Prepared``) and reused
+    #: statements built and compiled once per shape (``callplane.kit.driver.Prepared``) and reused
     _statements: dict[Any, Any] = field(init=False, default_factory=dict)
 
     def statement(self, key: Any, build: Callable[[], Any]) -> Any:

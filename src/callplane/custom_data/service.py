@@ -30,9 +30,9 @@ from callplane.custom_data.schema import (
 from callplane.custom_data.schemas import TableIn
 from callplane.custom_data.types import TYPES
 from callplane.errors import Conflict, InvalidInput
+from callplane.kit.tenancy import delete_owned, select_owned, update_owned
 from callplane.models.base import utcnow
 from callplane.models.custom_data import CustomTable
-from callplane.tenancy import delete_owned, select_owned, update_owned
 
 COLUMN_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 MAX_INDEX_COLUMNS = 8

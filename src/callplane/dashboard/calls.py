@@ -18,8 +18,8 @@ from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
 from callplane.errors import InvalidInput
 from callplane.http.deps import SessionDep
+from callplane.kit.pagination import total_pages
 from callplane.models.calls import CALL_STATUSES
-from callplane.pagination import total_pages
 from callplane.voices.service import list_voices
 
 router = dashboard_router()

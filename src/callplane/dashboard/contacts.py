@@ -15,8 +15,8 @@ from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router
 from callplane.errors import InvalidInput, NotFound
 from callplane.http.deps import SessionDep
+from callplane.kit.pagination import total_pages
 from callplane.models.base import utcnow
-from callplane.pagination import total_pages
 
 router = dashboard_router()
 PAGE_SIZE = 25

@@ -17,7 +17,7 @@ from callplane.external_calls.service import (
     list_external_calls,
 )
 from callplane.http.deps import SessionDep
-from callplane.pagination import total_pages
+from callplane.kit.pagination import total_pages
 from callplane.recordings.service import sign_recordings
 
 router = dashboard_router()

@@ -22,8 +22,8 @@ from typing import Any
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from callplane.db import Database
 from callplane.deployment import derive_secret, signing_key
+from callplane.kit.db import Database
 from callplane.settings import Settings
 
 COOKIE = "callplane_dashboard"

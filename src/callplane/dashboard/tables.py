@@ -23,7 +23,7 @@ from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router
 from callplane.errors import Conflict, InvalidInput
 from callplane.http.deps import SessionDep
-from callplane.pagination import total_pages
+from callplane.kit.pagination import total_pages
 
 router = dashboard_router()
 

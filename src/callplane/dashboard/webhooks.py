@@ -16,7 +16,7 @@ from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
 from callplane.errors import InvalidInput
 from callplane.http.deps import SessionDep
-from callplane.pagination import total_pages
+from callplane.kit.pagination import total_pages
 from callplane.webhooks import service
 from callplane.webhooks.events import EVENT_TYPES
 from callplane.webhooks.schemas import WebhookCreate

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.deployment import derive_secret, signing_key
+from callplane.kit.tenancy import select_owned
 from callplane.loader import load_document
 from callplane.models.orgs import ApiKey, AppSetting
 from callplane.orgs.service import (
@@ -24,7 +25,6 @@ from callplane.orgs.service import (
     issue_key,
 )
 from callplane.settings import Settings
-from callplane.tenancy import select_owned
 
 DEMO_ORG_NAME = "Demo organization"
 _DEMO_ORG_SETTING = "demo_organization_id"

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from callplane.brain import Brain, run_analyzers, summarize
 from callplane.engine.lifecycle import analyzed, apply_moves
+from callplane.kit.tenancy import update_owned
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, CallEvent
 from callplane.runtime import Runtime
-from callplane.tenancy import update_owned
 
 if TYPE_CHECKING:
     from callplane.engine.batching import GroupCommit

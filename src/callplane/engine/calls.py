@@ -13,7 +13,6 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane import wakeups
 from callplane.calls.events import record_call_event
 from callplane.calls.schemas import normalize_number
 from callplane.calls.service import add_call
@@ -23,6 +22,8 @@ from callplane.engine.conversation import CallContext, after_call, hold_conversa
 from callplane.engine.lifecycle import CallRef
 from callplane.engine.tasks import WorkerTask
 from callplane.engine.worker import Engine
+from callplane.kit import wakeups
+from callplane.kit.tenancy import across_organizations
 from callplane.models.agents import Agent
 from callplane.models.base import Base, utcnow
 from callplane.models.calls import Call
@@ -39,7 +40,6 @@ from callplane.telephony.base import (
     InboundOffer,
     InboundRouter,
 )
-from callplane.tenancy import across_organizations
 
 log = logging.getLogger("callplane.engine.calls")
 

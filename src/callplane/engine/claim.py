@@ -29,10 +29,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.calls.events import NewCallEvent, record_call_events
 from callplane.engine.lifecycle import ACTIVE, CLAIMED
+from callplane.kit.tenancy import across_organizations
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
-from callplane.tenancy import across_organizations
 
 #: First key of the advisory locks (the second is the organization id); any constant that no
 #: other application on the database uses.

@@ -19,9 +19,9 @@ from sqlalchemy import select, tuple_, update
 from callplane.engine.lifecycle import ACTIVE, CallRef, lease_expired
 from callplane.engine.tasks import WorkerTask
 from callplane.engine.worker import Engine
+from callplane.kit.tenancy import across_organizations
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
-from callplane.tenancy import across_organizations
 
 log = logging.getLogger("callplane.engine.leases")
 

@@ -37,13 +37,13 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, insert, literal, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane import wakeups
 from callplane.calls.events import NewCallEvent, record_call_events
+from callplane.kit import wakeups
+from callplane.kit.tenancy import across_organizations
 from callplane.models.base import Base, utcnow
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
 from callplane.telephony.base import AnsweredBy, DialOutcome
-from callplane.tenancy import across_organizations
 
 ACTIVE = ("dialing", "in_progress")
 TERMINAL = ("completed", "failed", "no_answer", "busy", "cancelled")

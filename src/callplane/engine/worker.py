@@ -21,12 +21,12 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane import wakeups
-from callplane.db import async_url
 from callplane.engine.batching import GroupCommit
 from callplane.engine.conversation import ConversationServices, build_services
 from callplane.engine.lifecycle import CallRef
 from callplane.engine.tasks import WORKER_TASKS, WorkerTask, worker_tasks
+from callplane.kit import wakeups
+from callplane.kit.db import async_url
 from callplane.runtime import Runtime
 from callplane.telephony.base import TelephonyAdapter
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from callplane.external_calls.schemas import TranscriptEntry
-from callplane.loader import LoadContext, LoadError, parse_items, section
+from callplane.fixtures import LoadContext, LoadError, parse_items, section
 from callplane.media.storage import Storage, recording_key, storage_from_settings
 from callplane.models.base import utcnow
 from callplane.models.calls import Call

@@ -28,13 +28,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from callplane.driver import Db
 from callplane.external_calls import reads
 from callplane.external_calls.router import DEFAULT_PAGE_SIZE, MAX_PAGE, MAX_PAGE_SIZE
 from callplane.http.answer import answer
 from callplane.http.deps import current_tenant
 from callplane.http.families import EXTERNAL_CALLS
 from callplane.http.unit_of_work import get_session, has_session
+from callplane.kit.driver import Db
 from callplane.runtime import Runtime
 
 _PREFIX = "/v1/external_calls"

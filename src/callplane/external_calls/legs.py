@@ -44,7 +44,7 @@ class Claim:
 
 
 #: Marks the queue's statements as spanning organizations on purpose (the worker serves them
-#: all); the same execution option as ``callplane.tenancy.across_organizations``.
+#: all); the same execution option as ``callplane.kit.tenancy.across_organizations``.
 _ACROSS_ORGANIZATIONS = {
     "callplane_across_organizations": "the transcription queue: a worker takes the oldest "
     "waiting leg of any organization, then works on it only through its own organization's rows"

@@ -8,10 +8,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from callplane.driver import Db
 from callplane.external_calls import service
 from callplane.external_calls.wire import call_json
-from callplane.pagination import total_pages
+from callplane.kit.driver import Db
+from callplane.kit.pagination import total_pages
 from callplane.recordings.service import sign_rows
 from callplane.runtime import Runtime
 

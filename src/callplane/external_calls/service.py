@@ -11,12 +11,12 @@ from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.driver import Db, Prepared, driver_of, fixed_statement
 from callplane.errors import NotFound
+from callplane.kit.driver import Db, Prepared, driver_of, fixed_statement
+from callplane.kit.pagination import count, offset
+from callplane.kit.tenancy import owned_by, select_owned
 from callplane.models.base import utcnow
 from callplane.models.external_calls import ExternalCall, Recording
-from callplane.pagination import count, offset
-from callplane.tenancy import owned_by, select_owned
 
 #: A leg's transcript and summary are shown once its processing is complete (SPEC rule 1).
 PROCESSED_STATUS = "transcribed"
@@ -59,7 +59,7 @@ async def get_external_call(
 
 # The two reads of the API (one call, a page of calls) are the hot paths of this module: each is
 # one statement compiled once per dialect and run on the driver connection of the request's
-# transaction (callplane.driver, the style of custom data's hot paths), and returns plain rows
+# transaction (callplane.kit.driver, the style of custom data's hot paths), and returns plain rows
 # that the wire functions turn into JSON without building ORM objects. Writes and the worker
 # stay on the ORM session: they run a few times per leg, not per read.
 

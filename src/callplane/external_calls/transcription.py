@@ -14,9 +14,9 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from callplane import wakeups
 from callplane.engine.tasks import WorkerTask
 from callplane.external_calls.processing import process_next_leg
+from callplane.kit import wakeups
 from callplane.settings import Settings
 from callplane.speech.base import Segment, Transcriber
 from callplane.speech.transcriber import SpeechUnavailable, bundled_model_dir, shared_transcriber

@@ -13,9 +13,9 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane import wakeups
 from callplane.errors import InvalidInput, PayloadTooLarge
 from callplane.external_calls import service
+from callplane.kit import wakeups
 from callplane.media.storage import Storage, recording_key
 from callplane.models.base import utcnow
 from callplane.models.external_calls import Recording

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from callplane.calls.schemas import SafeStr
 from callplane.feedback.schemas import NoteText
 from callplane.feedback.service import API_AUTHOR
-from callplane.loader import LoadContext, LoadError, parse_items, section
+from callplane.fixtures import LoadContext, LoadError, parse_items, section
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, FeedbackEntry, FeedbackNote
 

@@ -11,9 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.calls.service import CALL_NOT_FOUND, uuid_text
 from callplane.errors import InvalidInput, NotFound
+from callplane.kit.tenancy import select_owned, update_owned
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, FeedbackEntry, FeedbackNote
-from callplane.tenancy import select_owned, update_owned
 
 FEEDBACK_NOT_FOUND = "Feedback not found"
 #: SPEC: notes created with an API key are authored by the literal "API".

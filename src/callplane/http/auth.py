@@ -1,4 +1,4 @@
-"""Bearer authentication, through the per-process key cache (``callplane.keycache``)."""
+"""Bearer authentication, through the per-process key cache (``callplane.kit.keycache``)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
 from callplane.errors import Unauthorized
-from callplane.keycache import KeyCache
+from callplane.kit.keycache import KeyCache
+from callplane.kit.tenancy import Tenant
 from callplane.orgs.service import find_tenant
 from callplane.ratelimit import RateLimiter
-from callplane.tenancy import Tenant
 
 
 def _bearer_token(request: Request) -> str | None:

@@ -4,7 +4,7 @@ A family route (``http.routing``) hands each POST/PUT/PATCH request to ``police_
 FastAPI sees it. The body is read once, through the public ``request.stream()``, bounded by
 ``CALLPLANE_MAX_BODY_BYTES`` (413); its Content-Type must be JSON (``application/json`` or
 ``application/*+json``) — a body sent without any Content-Type is read as JSON, the same on
-every route; it is parsed under the JSON value policy of ``callplane.jsonvalues`` (422 naming
+every route; it is parsed under the JSON value policy of ``callplane.kit.jsonvalues`` (422 naming
 the field). The handler then gets a ``PolicedRequest``, whose ``body()`` and ``json()`` return
 what was read, so FastAPI and endpoints that read the request themselves see the same document.
 
@@ -19,8 +19,8 @@ from typing import Any
 
 from starlette.requests import Request
 
-from callplane import jsonvalues
 from callplane.errors import InvalidInput, PayloadTooLarge
+from callplane.kit import jsonvalues
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 

@@ -17,8 +17,8 @@ from starlette.requests import Request
 
 from callplane.http.auth import authenticate
 from callplane.http.unit_of_work import UNIT_OF_WORK, end_unit_of_work, get_session
+from callplane.kit.tenancy import Tenant
 from callplane.runtime import Runtime
-from callplane.tenancy import Tenant
 
 #: The unit of work's pieces stay importable from here (the dashboard's route class uses them).
 __all__ = [

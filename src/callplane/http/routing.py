@@ -49,7 +49,7 @@ def streamed_body(endpoint: EndpointT) -> EndpointT:
 def exact_json_text(endpoint: EndpointT) -> EndpointT:
     """Mark an endpoint that stores its body's JSON as text and returns that text (contact data):
     the body policy then keeps integers of any size and NUL characters exactly instead of
-    refusing what a JSON column could not hold (``callplane.jsonvalues``)."""
+    refusing what a JSON column could not hold (``callplane.kit.jsonvalues``)."""
     setattr(endpoint, _EXACT_TEXT, True)
     return endpoint
 

@@ -39,7 +39,7 @@ async def get_session(request: Request) -> AsyncSession:
 
 def has_session(request: Request) -> bool:
     """Whether the request's session is open (a request may instead use a transaction of its
-    own, ``callplane.driver.pool_for``, but never both)."""
+    own, ``callplane.kit.driver.pool_for``, but never both)."""
     return request.scope.get(_SESSION) is not None
 
 

@@ -21,9 +21,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from callplane.db import Database
 from callplane.deployment import derive_secret, signing_key
 from callplane.errors import CallplaneError
+from callplane.kit.db import Database
 from callplane.media.storage import URL_LIFETIME_SECONDS, Storage
 from callplane.settings import Settings
 

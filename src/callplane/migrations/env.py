@@ -56,7 +56,7 @@ def run_online() -> None:
     if connection is not None:
         run_on(connection)
         return
-    from callplane.db import Database
+    from callplane.kit.db import Database
     from callplane.settings import Settings
 
     async def _run() -> None:

@@ -7,8 +7,8 @@ from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from callplane.db import sync_id_sequence
-from callplane.loader import LoadContext, parse_items, section
+from callplane.fixtures import LoadContext, parse_items, section
+from callplane.kit.db import sync_id_sequence
 from callplane.models.agents import Agent
 
 

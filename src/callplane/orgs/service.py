@@ -17,9 +17,9 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import NotFound
+from callplane.kit.tenancy import Tenant, across_organizations, owned_by, select_owned
 from callplane.models.base import utcnow
 from callplane.models.orgs import ApiKey, Organization
-from callplane.tenancy import Tenant, across_organizations, owned_by, select_owned
 
 KEY_PREFIX = "cp_"
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
-from callplane.loader import LoadContext, LoadError, parse_items, section
+from callplane.fixtures import LoadContext, LoadError, parse_items, section
 from callplane.models.agents import Agent
 from callplane.models.base import utcnow
 from callplane.models.phone_numbers import PhoneNumber

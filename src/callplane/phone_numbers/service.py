@@ -6,12 +6,12 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import InvalidInput, NotFound
+from callplane.kit.tenancy import same_organization, select_owned, update_owned
 from callplane.models.agents import Agent
 from callplane.models.base import utcnow
 from callplane.models.phone_numbers import PhoneNumber
 from callplane.phone_numbers.schemas import AgentRef
 from callplane.phone_numbers.schemas import PhoneNumber as PhoneNumberOut
-from callplane.tenancy import same_organization, select_owned, update_owned
 
 FRIENDLY_NAME_MAX = 255
 

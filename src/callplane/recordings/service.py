@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.kit.tenancy import across_organizations
 from callplane.media.storage import recording_key
 from callplane.models.external_calls import Recording
 from callplane.runtime import Runtime
-from callplane.tenancy import across_organizations
 
 log = logging.getLogger("callplane.recordings")
 

@@ -6,10 +6,10 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.kit.tenancy import select_owned
 from callplane.models.external_calls import Recording
 from callplane.recordings.service import sign_recordings
 from callplane.runtime import Runtime
-from callplane.tenancy import select_owned
 
 
 async def call_recording_urls(

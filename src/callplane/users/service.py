@@ -10,10 +10,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import Conflict, InvalidInput
+from callplane.kit.tenancy import across_organizations
 from callplane.models.base import utcnow
 from callplane.models.users import EMAIL_MAX_LENGTH, User
 from callplane.orgs.service import get_organization
-from callplane.tenancy import across_organizations
 from callplane.users.passwords import check_strength, hash_password, verify_password
 
 # Deliberately loose: one @, something on both sides, a dot in the domain, no spaces. The

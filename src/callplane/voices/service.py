@@ -8,8 +8,8 @@ from sqlalchemy import bindparam
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import NotFound
+from callplane.kit.tenancy import select_owned
 from callplane.models.voices import Voice as VoiceRow
-from callplane.tenancy import select_owned
 from callplane.voices.schemas import Voice
 
 # Plain Core columns, so these skip the ORM execution path.

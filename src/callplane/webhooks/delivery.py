@@ -28,12 +28,12 @@ import httpx
 from sqlalchemy import and_, delete, exists, insert, or_, select, tuple_, update
 from sqlalchemy.orm import aliased
 
-from callplane import wakeups
 from callplane.engine.tasks import WorkerTask
 from callplane.engine.worker import Engine
+from callplane.kit import wakeups
+from callplane.kit.tenancy import across_organizations
 from callplane.models.base import utcnow
 from callplane.models.webhooks import WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookJob
-from callplane.tenancy import across_organizations
 from callplane.webhooks.network import webhook_transport
 from callplane.webhooks.signing import signed_headers
 

@@ -18,10 +18,10 @@ import orjson
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane import wakeups
+from callplane.kit import wakeups
+from callplane.kit.tenancy import across_organizations
 from callplane.models.base import utcnow
 from callplane.models.webhooks import WebhookEndpoint, WebhookEvent, WebhookJob
-from callplane.tenancy import across_organizations
 
 EVENT_TYPES = (
     "call.dialing",

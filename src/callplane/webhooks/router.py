@@ -12,7 +12,7 @@ from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
-from callplane.pagination import total_pages
+from callplane.kit.pagination import total_pages
 from callplane.webhooks import service
 from callplane.webhooks.schemas import (
     Accepted,

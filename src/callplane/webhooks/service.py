@@ -9,11 +9,11 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane import wakeups
 from callplane.errors import InvalidInput, NotFound
+from callplane.kit import wakeups
+from callplane.kit.pagination import count, offset
 from callplane.models.base import utcnow
 from callplane.models.webhooks import WebhookDelivery, WebhookEndpoint, WebhookJob
-from callplane.pagination import count, offset
 from callplane.settings import Settings
 from callplane.webhooks.events import EVENT_TYPES, emit
 from callplane.webhooks.network import check_destination

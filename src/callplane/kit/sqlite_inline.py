@@ -94,7 +94,7 @@ class InlineConnection:
 
     @property
     def sqlite(self) -> sqlite3.Connection:
-        """The sqlite3 connection itself (``callplane.driver`` runs hot statements on it)."""
+        """The sqlite3 connection itself (``callplane.kit.driver`` runs hot statements on it)."""
         return self._conn
 
     @property
@@ -155,7 +155,7 @@ def inline_connector(path: str, busy_timeout_ms: int) -> Callable[[], Any]:
     """An ``async_creator`` for ``create_async_engine`` that opens inline connections."""
 
     async def connect() -> InlineConnection:
-        # isolation_level=None: transactions are begun explicitly (see callplane.db).
+        # isolation_level=None: transactions are begun explicitly (see callplane.kit.db).
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         return InlineConnection(conn, busy_timeout_ms)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from callplane.tenancy import Tenant
+from callplane.kit.tenancy import Tenant
 
 CACHE_SECONDS = 0.9
 _CACHE_MAX_ENTRIES = 50_000

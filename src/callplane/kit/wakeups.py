@@ -24,7 +24,7 @@ WEBHOOKS = "callplane_webhooks"
 RECORDINGS = "callplane_recordings"
 CHANNELS = (CALLS, WEBHOOKS, RECORDINGS)
 
-_PENDING = "callplane.wakeups"
+_PENDING = "callplane.kit.wakeups"
 
 
 class LocalWakeups:

@@ -23,8 +23,8 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.sql import FromClause
 
-from callplane import jsonvalues
-from callplane.sqlite_inline import inline_connector
+from callplane.kit import jsonvalues
+from callplane.kit.sqlite_inline import inline_connector
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -64,7 +64,7 @@ class Database:
 
     PostgreSQL: one asyncpg engine. SQLite: ``engine`` (aiosqlite, a driver thread; used for
     migrations and maintenance) and ``serving_engine``, whose connections run sqlite3 inline on
-    the event loop (``callplane.sqlite_inline``) for the requests themselves; its write sessions
+    the event loop (``callplane.kit.sqlite_inline``) for the requests themselves; its write sessions
     begin IMMEDIATE.
     """
 

@@ -5,7 +5,7 @@ Where the line is. Requests that run the same few statements thousands of times 
 custom-data record read, patch, replace or delete, a list page, and contact data's PUT, GET and
 DELETE) use this module: the SQLAlchemy Core statement is compiled once per shape (``Prepared``),
 and each request runs it on the driver connection under the request's session — stdlib ``sqlite3``
-inline on the event loop (``callplane.sqlite_inline``), or an asyncpg prepared statement on
+inline on the event loop (``callplane.kit.sqlite_inline``), or an asyncpg prepared statement on
 PostgreSQL — in the same transaction that the unit of work commits or rolls back. Everything else
 (table management, DDL, batch inserts, authentication, the other domains) goes through the ORM
 session: those statements vary in shape, run rarely, and there the session's conveniences cost
@@ -35,11 +35,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from callplane import jsonvalues, wiretext
-from callplane.sqlite_inline import InlineConnection, begin_immediate
+from callplane.kit import jsonvalues, wiretext
+from callplane.kit.sqlite_inline import InlineConnection, begin_immediate
 
 _Processor = Callable[[Any], Any] | None
-_DRIVER = "callplane.driver"
+_DRIVER = "callplane.kit.driver"
 
 #: Called with every statement compiled for the driver path: these statements never pass an
 #: engine's ``before_execute``, so the test suite's tenancy check watches them here.
@@ -66,7 +66,7 @@ class Prepared:
     @classmethod
     def compile(cls, statement: ClauseElement, dialect: Dialect, *, wire: bool = False) -> Prepared:
         """``wire``: the rows only go out as JSON, so UUIDs and timestamps are read as the text
-        the body shows (``callplane.wiretext``) rather than as Python objects."""
+        the body shows (``callplane.kit.wiretext``) rather than as Python objects."""
         for observe in compile_observers:
             observe(statement)
         compiled: Any = statement.compile(dialect=dialect)
@@ -297,7 +297,7 @@ async def driver_connection(session: AsyncSession) -> DriverConnection:
     driver = raw.driver_connection
     made: DriverConnection
     if isinstance(driver, InlineConnection):
-        # SQLite: the session's BEGIN (DEFERRED or IMMEDIATE, callplane.db) already ran.
+        # SQLite: the session's BEGIN (DEFERRED or IMMEDIATE, callplane.kit.db) already ran.
         made = _Sqlite(driver.sqlite, connection.dialect)
     elif isinstance(driver, asyncpg.Connection):
         # SQLAlchemy's asyncpg adapter opens its transaction lazily, before its first
@@ -329,7 +329,7 @@ def dialect_of(db: Db) -> Dialect:
 class SqlitePool:
     """Transactions of their own, for requests that never open a session (``custom_data.hot``
     when the API key and the table are already known, contact data's PUT and GET when the key
-    is): sqlite3 connections tuned as ``callplane.db`` tunes the session's, run inline, begun
+    is): sqlite3 connections tuned as ``callplane.kit.db`` tunes the session's, run inline, begun
     DEFERRED to read and IMMEDIATE to write (waiting for the write lock without holding the
     loop). A request uses either such a
     transaction or the session's, never both."""

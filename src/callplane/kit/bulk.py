@@ -29,7 +29,7 @@ from sqlalchemy.schema import (
     ExecutableDDLElement,
 )
 
-from callplane import jsonvalues
+from callplane.kit import jsonvalues
 
 _EMPTY_JSON: dict[type, str] = {type(None): "null", list: "[]", dict: "{}"}
 
