@@ -72,8 +72,8 @@ async def _delete(session: AsyncSession, statement: Any) -> int:
 async def purge_step(ctx: TaskContext, now: datetime | None = None) -> bool:
     """One batch of each kind; True while a batch came back full (more is waiting)."""
     cutoff = (now or utcnow()) - timedelta(days=ctx.settings.retention_days)
-    events = await ctx.transact(purge_call_events, cutoff)
-    deliveries = await ctx.transact(purge_webhook_deliveries, cutoff)
+    events = await ctx.transact(purge_call_events, cutoff, BATCH)
+    deliveries = await ctx.transact(purge_webhook_deliveries, cutoff, BATCH)
     return events == BATCH or deliveries == BATCH
 
 
