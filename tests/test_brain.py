@@ -12,8 +12,8 @@ import pytest
 
 from callplane.brain import (
     Brain,
-    ChatCompletionsBrain,
     BrainError,
+    ChatCompletionsBrain,
     SentenceSplitter,
     TextDelta,
     ToolCall,

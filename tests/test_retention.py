@@ -26,9 +26,10 @@ async def test_old_events_and_deliveries_are_purged_in_batches_and_new_ones_stay
     orgs = [await make_org(app, "Acme"), await make_org(app, "Globex")]
     now = utcnow()
     async with client_for(app) as client:
-        old_calls = [await create_call(client, org, "+14155550100") for org in orgs * 2]
+        owners = orgs * 2
+        old_calls = [await create_call(client, org, "+14155550100") for org in owners]
         new_call = await create_call(client, orgs[0], "+14155550100")
-        for org, call_id in [*zip(orgs * 2, old_calls), (orgs[0], new_call)]:
+        for org, call_id in [*zip(owners, old_calls, strict=True), (orgs[0], new_call)]:
             cancel = await client.post(f"/v1/calls/{call_id}/cancel", headers=org.headers)
             assert cancel.status_code == 200, cancel.text  # an event: call.cancelled
         hook = (
@@ -58,7 +59,9 @@ async def test_old_events_and_deliveries_are_purged_in_batches_and_new_ones_stay
                     )
                 )
             await session.commit()
-        assert all([await events_of(client, org, c) for org, c in zip(orgs * 2, old_calls)])
+        assert all(
+            [await events_of(client, org, c) for org, c in zip(owners, old_calls, strict=True)]
+        )
 
         monkeypatch.setattr(retention, "BATCH", 1)
         runner = TaskRunner(runtime)
@@ -66,7 +69,7 @@ async def test_old_events_and_deliveries_are_purged_in_batches_and_new_ones_stay
         while await retention.purge_step(runner, now):
             steps += 1
 
-        left = [await events_of(client, org, c) for org, c in zip(orgs * 2, old_calls)]
+        left = [await events_of(client, org, c) for org, c in zip(owners, old_calls, strict=True)]
         kept = await events_of(client, orgs[0], new_call)
         deliveries = (
             await client.get(f"/v1/webhooks/{hook['id']}/deliveries", headers=orgs[0].headers)
