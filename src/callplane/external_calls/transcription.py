@@ -32,7 +32,8 @@ class LazyTranscriber(Transcriber):
     def transcribe(
         self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
     ) -> list[Segment]:
-        return shared_transcriber(self.settings).transcribe(pcm, sample_rate, hints=hints)
+        transcriber = shared_transcriber(self.settings, "batch")
+        return transcriber.transcribe(pcm, sample_rate, hints=hints)
 
 
 def speech_available(settings: Settings) -> str | None:
