@@ -33,10 +33,11 @@ sys.path.insert(0, str(ROOT))
 
 from tests.llm_stub import StubLLM  # noqa: E402
 
-from callplane.brain import Brain  # noqa: E402
+from callplane.brain import ChatCompletionsBrain  # noqa: E402
+from callplane.engine.agent import AgentSpec  # noqa: E402
 from callplane.engine.listening import Listener  # noqa: E402
 from callplane.engine.speaking import Speaker  # noqa: E402
-from callplane.engine.turn_loop import Agent, TranscriptLog, TurnLoop  # noqa: E402
+from callplane.engine.turn_loop import TranscriptLog, TurnLoop  # noqa: E402
 from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
 from callplane.speech.transcriber import WhisperTranscriber  # noqa: E402
 from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame  # noqa: E402
@@ -120,7 +121,7 @@ async def bench_audio(
     # Espeak pads its output with silence: trim it so "the caller stopped" is the last voiced frame.
     lines = [_trim(pcm) for pcm in lines]
     with StubLLM(replies=[AGENT_REPLY]) as stub:
-        brain = Brain(stub.base_url)
+        brain = ChatCompletionsBrain(stub.base_url)
         caller = PacedCaller(lines)
         entries: list[dict[str, object]] = []
         started = time.monotonic()
@@ -133,7 +134,7 @@ async def bench_audio(
             listener=Listener(caller, transcriber=transcriber),
             speaker=Speaker(caller, synth),
             transcript=TranscriptLog(entries, lambda: time.monotonic() - started),
-            agent=Agent(agent_speaks_first=False),
+            spec=AgentSpec(agent_speaks_first=False),
             brain=brain,
             report=report,
         )

@@ -13,6 +13,7 @@ import pytest
 from callplane.brain import (
     Brain,
     BrainError,
+    ChatCompletionsBrain,
     SentenceSplitter,
     TextDelta,
     ToolCall,
@@ -53,7 +54,7 @@ async def _reply(brain: Brain, transcript: list[dict[str, Any]]) -> list[Any]:
 
 
 async def test_streamed_reply_arrives_in_pieces_and_keeps_the_prompt(stub: StubLLM) -> None:
-    brain = Brain(stub.base_url, model="stub-model", api_key="sk-test")
+    brain = ChatCompletionsBrain(stub.base_url, model="stub-model", api_key="sk-test")
     try:
         events = await _reply(brain, TRANSCRIPT[:2])
     finally:
@@ -68,7 +69,7 @@ async def test_streamed_reply_arrives_in_pieces_and_keeps_the_prompt(stub: StubL
 
 
 async def test_tool_call_arrives_whole_after_the_text(stub: StubLLM) -> None:
-    brain = Brain(stub.base_url)
+    brain = ChatCompletionsBrain(stub.base_url)
     try:
         events = await _reply(brain, TRANSCRIPT[:4])
     finally:
@@ -105,7 +106,7 @@ def _closed_port() -> int:
 async def test_every_failure_is_a_brain_error_and_never_hangs(failure: str) -> None:
     with StubLLM(mode="error" if failure == "error" else "hang") as server:
         url = server.base_url if failure != "down" else f"http://127.0.0.1:{_closed_port()}/v1"
-        brain = Brain(url, timeout_seconds=0.5)
+        brain = ChatCompletionsBrain(url, timeout_seconds=0.5)
         started = time.monotonic()
         try:
             with pytest.raises(BrainError) as streamed:
@@ -143,7 +144,7 @@ def test_sentences_are_cut_only_at_real_boundaries(
 
 
 async def test_summary_by_the_brain_else_extractive(stub: StubLLM) -> None:
-    brain = Brain(stub.base_url)
+    brain = ChatCompletionsBrain(stub.base_url)
     try:
         by_brain = await summarize(brain, TRANSCRIPT)
     finally:
@@ -162,7 +163,7 @@ async def test_summary_by_the_brain_else_extractive(stub: StubLLM) -> None:
 
 async def test_summary_falls_back_when_the_brain_fails() -> None:
     with StubLLM(mode="error") as server:
-        brain = Brain(server.base_url)
+        brain = ChatCompletionsBrain(server.base_url)
         try:
             summary = await summarize(brain, TRANSCRIPT)
         finally:
@@ -184,7 +185,7 @@ async def test_analyzers_validate_retry_once_then_record_an_error() -> None:
         '{"mood": "positive"}',
     ]
     with StubLLM(analyses=answers) as server:
-        brain = Brain(server.base_url)
+        brain = ChatCompletionsBrain(server.base_url)
         try:
             results = await run_analyzers(brain, analyzers, TRANSCRIPT)
         finally:

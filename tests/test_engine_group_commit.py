@@ -10,8 +10,8 @@ import uuid
 from collections.abc import Iterator
 
 from callplane.engine.batching import GroupCommit
-from callplane.engine.lifecycle import CANCELLED, CallRef, MoveRequest
-from callplane.engine.worker import Engine
+from callplane.engine.lifecycle import CANCELLED, CallRef, MoveRequest, apply_moves
+from callplane.engine.runner import TaskRunner
 from callplane.models.external_calls import Recording
 from tests.conftest import client_for
 from tests.engine_support import create_call, events_of
@@ -42,7 +42,8 @@ def _cancel(org_id: int, call_id: str, **extra: object) -> MoveRequest:
 async def test_a_bad_move_fails_alone_and_the_rest_of_its_batch_is_made(make_app):
     app = await make_app()
     org = await make_org(app)
-    group = GroupCommit(Engine(runtime_of(app), worker_id="group-commit-test"))
+    runner = TaskRunner(runtime_of(app))
+    group = GroupCommit(lambda requests: runner.transact(apply_moves, requests))
     group.start()
     try:
         async with client_for(app) as client:

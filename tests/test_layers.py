@@ -59,3 +59,110 @@ def test_nothing_below_http_imports_from_it() -> None:
 
 def test_runtime_imports_only_infrastructure() -> None:
     assert _imports(PACKAGE / "runtime.py") <= RUNTIME_MAY_IMPORT
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package is its ``__init__``)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports: every import statement anywhere in the file
+    (top level, inside functions, under ``if TYPE_CHECKING``), relative ones resolved. ``from
+    package import name`` is an edge to the submodule when ``name`` is one, else to the package
+    (whose ``__init__`` runs either way and is a module of its own here)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    targets.append(full if full in modules else base)
+            elif isinstance(node, ast.Import):
+                targets.extend(alias.name for alias in node.names)
+        edges = set()
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_import_graph_has_no_cycle_lazy_and_type_checking_imports_included() -> None:
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_only_cli_and_app_import_the_engine() -> None:
+    def allowed(module: str) -> bool:
+        return module.startswith(("callplane.engine", "callplane.cli")) or module in (
+            "callplane.app",
+        )
+
+    importers = {
+        module
+        for module, targets in _import_graph().items()
+        if any(t == "callplane.engine" or t.startswith("callplane.engine.") for t in targets)
+    }
+    assert sorted(m for m in importers if not allowed(m)) == []

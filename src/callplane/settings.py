@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     webhook_retry_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
     webhook_allow_private_networks: bool = False
 
+    # Retention (issue 23): call events and webhook deliveries older than this are purged.
+    retention_days: int = Field(default=90, ge=1)
+
     @field_validator("public_url")
     @classmethod
     def _strip_trailing_slash(cls, value: str) -> str:

@@ -1,11 +1,16 @@
 """The agent's brain (DESIGN §10): an OpenAI-compatible chat client, the call's summary and its
 analyzers. Nothing here knows about calls in the database: transcripts in, text and JSON out.
+
+``Brain`` is the protocol the engine uses (``base.py``); ``ChatCompletionsBrain`` the one
+provider so far; ``build_brain`` picks the configured one.
 """
 
 from __future__ import annotations
 
 from callplane.brain.analyzers import run_analyzers
-from callplane.brain.client import Brain, BrainError, ReplyEvent, TextDelta, ToolCall
+from callplane.brain.base import Brain, BrainError, ReplyEvent, TextDelta, ToolCall
+from callplane.brain.build import build_brain
+from callplane.brain.client import ChatCompletionsBrain
 from callplane.brain.prompts import END_CALL_TOOL, conversation_messages
 from callplane.brain.sentences import SentenceSplitter
 from callplane.brain.summary import Summary, summarize
@@ -14,11 +19,13 @@ __all__ = [
     "END_CALL_TOOL",
     "Brain",
     "BrainError",
+    "ChatCompletionsBrain",
     "ReplyEvent",
     "SentenceSplitter",
     "Summary",
     "TextDelta",
     "ToolCall",
+    "build_brain",
     "conversation_messages",
     "run_analyzers",
     "summarize",

@@ -17,7 +17,7 @@ import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from callplane.brain.client import Brain, BrainError, Message
+from callplane.brain.base import Brain, BrainError, Message
 from callplane.brain.prompts import Entry, analyzer_messages
 
 ATTEMPTS = 2

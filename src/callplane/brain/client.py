@@ -1,6 +1,7 @@
 """The agent's brain: any OpenAI-compatible chat-completions server (DESIGN §10).
 
-One ``Brain`` per worker process (it holds an HTTP connection pool). Two ways to ask:
+One ``ChatCompletionsBrain`` per worker process (it holds an HTTP connection pool;
+``engine/providers.py`` builds it). Two ways to ask:
 
 - ``stream_reply``: a conversational turn, streamed (SSE) so the first sentence can be spoken while
   the rest is still being generated; yields ``TextDelta`` as text arrives and each ``ToolCall``
@@ -22,31 +23,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import orjson
 
+from callplane.brain.base import BrainError, Message, ReplyEvent, TextDelta, ToolCall
 from callplane.brain.sse import sse_data
 
 if TYPE_CHECKING:
     from callplane.settings import Settings
-
-Message = dict[str, Any]
-
-
-class BrainError(Exception):
-    """The brain could not answer; the message says why, for the call's events."""
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    name: str
-    arguments: dict[str, Any]
-    call_id: str = ""
-
-
-ReplyEvent = TextDelta | ToolCall
 
 
 @dataclass
@@ -66,7 +47,9 @@ class _PendingToolCall:
         return ToolCall(name=self.name, arguments=arguments, call_id=self.call_id)
 
 
-class Brain:
+class ChatCompletionsBrain:
+    """A ``Brain`` (``base.py``) over an OpenAI-compatible chat-completions server."""
+
     def __init__(
         self,
         base_url: str,
@@ -87,7 +70,7 @@ class Brain:
         )
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Brain | None:
+    def from_settings(cls, settings: Settings) -> ChatCompletionsBrain | None:
         """The configured brain, or ``None`` when ``CALLPLANE_LLM_BASE_URL`` is unset."""
         if not settings.llm_base_url:
             return None
@@ -101,18 +84,33 @@ class Brain:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    def _body(self, messages: Sequence[Message], **extra: Any) -> dict[str, Any]:
+    def _body(
+        self,
+        messages: Sequence[Message],
+        model: str | None,
+        temperature: float | None,
+        **extra: Any,
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"messages": list(messages), **extra}
-        if self.model:
-            body["model"] = self.model
+        if model or self.model:
+            body["model"] = model or self.model
+        if temperature is not None:
+            body["temperature"] = temperature
         return body
 
-    async def complete(self, messages: Sequence[Message]) -> str:
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+    ) -> str:
         """The whole text of one answer."""
         try:
             async with asyncio.timeout(self.timeout_seconds):
                 response = await self._http.post(
-                    "chat/completions", content=orjson.dumps(self._body(messages, stream=False))
+                    "chat/completions",
+                    content=orjson.dumps(self._body(messages, model, temperature, stream=False)),
                 )
         except TimeoutError:
             raise BrainError(f"no answer within {self.timeout_seconds:g} s") from None
@@ -128,7 +126,12 @@ class Brain:
         return content
 
     async def stream_reply(
-        self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[dict[str, Any]] = (),
+        model: str | None = None,
+        temperature: float | None = None,
     ) -> AsyncIterator[ReplyEvent]:
         """A conversational reply as it is generated; the whole reply shares one deadline.
 
@@ -138,7 +141,7 @@ class Brain:
         extra: dict[str, Any] = {"stream": True}
         if tools:
             extra["tools"] = list(tools)
-        body = orjson.dumps(self._body(messages, **extra))
+        body = orjson.dumps(self._body(messages, model, temperature, **extra))
         deadline = asyncio.get_running_loop().time() + self.timeout_seconds
         try:
             request = self._http.build_request("POST", "chat/completions", content=body)

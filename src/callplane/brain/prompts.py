@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from callplane.brain.client import Message
+from callplane.brain.base import Message
 
 DEFAULT_CALL_PROMPT = (
     "You are a friendly, concise voice agent on a telephone call. Answer in one or two short "
@@ -85,11 +85,13 @@ def render_transcript(transcript: Sequence[Entry]) -> str:
     return "\n".join(lines) or "(nothing was said)"
 
 
-def summary_messages(transcript: Sequence[Entry]) -> list[Message]:
-    return [
-        {"role": "system", "content": SUMMARY_INSTRUCTIONS},
-        {"role": "user", "content": render_transcript(transcript)},
-    ]
+def summary_messages(transcript: Sequence[Entry], instructions: str | None = None) -> list[Message]:
+    messages: list[Message] = [{"role": "system", "content": SUMMARY_INSTRUCTIONS}]
+    if instructions:
+        # Its own message, after the fixed one: the agent's wishes refine, never replace, them.
+        messages.append({"role": "system", "content": instructions})
+    messages.append({"role": "user", "content": render_transcript(transcript)})
+    return messages
 
 
 def analyzer_messages(

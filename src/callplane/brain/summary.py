@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from callplane.brain.client import Brain, BrainError
+from callplane.brain.base import Brain, BrainError
 from callplane.brain.prompts import Entry, summary_messages
 
 MAX_SENTENCES = 3
@@ -31,14 +31,17 @@ class Summary:
     error: str | None = None
 
 
-async def summarize(brain: Brain | None, transcript: Sequence[Entry]) -> Summary:
+async def summarize(
+    brain: Brain | None, transcript: Sequence[Entry], instructions: str | None = None
+) -> Summary:
+    """``instructions``: the agent's ``summary_prompt`` (DESIGN §15), besides the fixed ones."""
     spoken = [e for e in transcript if e.get("text") and not e.get("function_name")]
     if not spoken:
         return Summary(None)
     if brain is None:
         return Summary(extractive_summary(spoken))
     try:
-        text = (await brain.complete(summary_messages(transcript))).strip()
+        text = (await brain.complete(summary_messages(transcript, instructions))).strip()
     except BrainError as exc:
         return Summary(extractive_summary(spoken), error=str(exc))
     if not text:

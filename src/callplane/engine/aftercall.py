@@ -9,18 +9,18 @@ as every move of a call does (``calls.events``); the agent's own events (``agent
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from callplane.brain import Brain, run_analyzers, summarize
-from callplane.engine.lifecycle import analyzed, apply_moves
+from callplane.engine.lifecycle import MoveRequest, analyzed, apply_moves
 from callplane.kit.tenancy import update_owned
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, CallEvent
 from callplane.runtime import Runtime
 
-if TYPE_CHECKING:
-    from callplane.engine.batching import GroupCommit
+#: Makes one move of a call (the worker's ``GroupCommit.apply``): the call as moved, or None.
+ApplyMove = Callable[[MoveRequest], Awaitable[Call | None]]
 
 
 async def analyze_call(
@@ -29,13 +29,14 @@ async def analyze_call(
     organization_id: int,
     call_id: uuid.UUID,
     transcript: Sequence[dict[str, Any]],
-    analyzers: Sequence[dict[str, Any]],
+    analyzers: Sequence[Mapping[str, Any]],
     latencies: Sequence[float] = (),
-    moves: GroupCommit | None = None,
+    apply_move: ApplyMove | None = None,
+    summary_prompt: str | None = None,
 ) -> None:
     """Summary and analyzers (the slow part, outside any transaction), then one write: through
-    the worker's group commit (``moves``) when there is one."""
-    summary = await summarize(brain, transcript)
+    the worker's group commit (``apply_move``) when there is one."""
+    summary = await summarize(brain, transcript, summary_prompt)
     results = await run_analyzers(brain, analyzers, transcript) if analyzers else []
     data: dict[str, Any] = {
         "summary_by": "brain" if brain is not None and summary.error is None else "extractive",
@@ -45,8 +46,8 @@ async def analyze_call(
     if summary.error:
         data["summary_error"] = summary.error
     request = analyzed(organization_id, call_id, summary.text, results, data)
-    if moves is not None:
-        await moves.apply(request)
+    if apply_move is not None:
+        await apply_move(request)
         return
     async with runtime.db.session(write=True) as session:
         await apply_moves(session, runtime, [request])

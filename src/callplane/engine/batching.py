@@ -7,6 +7,9 @@ queues the move and waits; a flusher takes whatever is queued (up to ``BATCH``) 
 ``lifecycle.apply_moves`` in one transaction, while the next moves queue up behind it. An idle
 worker's lone move goes at once: nothing waits for a batch to fill.
 
+``make`` makes a list of moves in one committed transaction (``lifecycle.apply_moves`` through
+the worker's ``transact``): the group commit knows nothing else of the worker.
+
 A batch that fails for a reason other than a transient database error is retried one move at a
 time, so one bad move fails alone.
 """
@@ -16,14 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from callplane.engine.lifecycle import MoveRequest, apply_moves
+from callplane.engine.lifecycle import MoveRequest
 from callplane.models.calls import Call
-
-if TYPE_CHECKING:
-    from callplane.engine.worker import Engine
 
 log = logging.getLogger("callplane.engine.batching")
 
@@ -39,9 +39,13 @@ class _Queued:
     done: asyncio.Future[Call | None]
 
 
+#: Makes moves in one committed transaction; the calls as moved (None: did not apply).
+MakeMoves = Callable[[Sequence[MoveRequest]], Awaitable[Sequence[Call | None]]]
+
+
 class GroupCommit:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, make: MakeMoves) -> None:
+        self._make_moves = make
         self._queue: list[_Queued] = []
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(FLUSHES_AT_ONCE)
@@ -66,7 +70,7 @@ class GroupCommit:
     async def apply(self, request: MoveRequest) -> Call | None:
         """Make the move; the call as moved, or None when it did not apply."""
         if self._runner is None:  # not started (an engine used without start, in tests)
-            [call] = await self.engine.transact(apply_moves, [request])
+            [call] = await self._make_moves([request])
             return call
         done: asyncio.Future[Call | None] = asyncio.get_running_loop().create_future()
         self._queue.append(_Queued(request, done))
@@ -97,7 +101,7 @@ class GroupCommit:
 
     async def _make(self, batch: list[_Queued]) -> None:
         try:
-            calls = await self.engine.transact(apply_moves, [q.request for q in batch])
+            calls = await self._make_moves([q.request for q in batch])
         except Exception as exc:
             if len(batch) > 1:
                 log.warning("a batch of moves failed; making them one by one", exc_info=True)

@@ -20,8 +20,8 @@ from callplane.engine import lifecycle
 from callplane.engine.claim import claim_calls
 from callplane.engine.conversation import CallContext, after_call, hold_conversation
 from callplane.engine.lifecycle import CallRef
-from callplane.engine.tasks import WorkerTask
-from callplane.engine.worker import Engine
+from callplane.engine.switchboard import Switchboard
+from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
 from callplane.kit.tenancy import across_organizations
 from callplane.models.agents import Agent
@@ -52,35 +52,38 @@ CLAIM_BATCH = 200
 # -- dispatch ------------------------------------------------------------------------------
 
 
-async def dispatch(engine: Engine) -> bool:
+async def dispatch(board: Switchboard) -> bool:
     """Claim what this worker has room for and place those calls; True when more may wait."""
-    if engine.draining:
+    if board.draining:
         return False
-    want = min(engine.concurrency - len(engine.calls), CLAIM_BATCH)
+    want = min(board.concurrency - len(board.calls), CLAIM_BATCH)
     if want <= 0:
         return False
-    calls = await engine.transact(claim_calls, engine.worker_id, want)
+    calls = await board.jobs.transact(claim_calls, board.worker_id, want)
     for call in calls:
-        ref = CallRef(call.organization_id, call.id, engine.worker_id)
-        engine.hold(ref, place_call(engine, call, ref))
+        ref = CallRef(call.organization_id, call.id, board.worker_id)
+        board.hold(ref, place_call(board, call, ref))
     return len(calls) == want
 
 
-async def _dispatch_forever(engine: Engine) -> None:
-    await engine.repeat(
-        dispatch, interval=engine.settings.worker_poll_seconds, wake_on=wakeups.CALLS
-    )
+def dispatch_task(board: Switchboard) -> WorkerTask:
+    """Placing the enqueued calls this worker has room for, woken when calls are created."""
 
+    async def step(_ctx: TaskContext) -> bool:
+        return await dispatch(board)
 
-DISPATCH = WorkerTask("dispatch", _dispatch_forever)
+    async def run(ctx: TaskContext) -> None:
+        await ctx.repeat(step, interval=ctx.settings.worker_poll_seconds, wake_on=wakeups.CALLS)
+
+    return WorkerTask("dispatch", run)
 
 
 # -- one outbound call ---------------------------------------------------------------------
 
 
-async def place_call(engine: Engine, call: Call, ref: CallRef) -> None:
+async def place_call(board: Switchboard, call: Call, ref: CallRef) -> None:
     """dialing → in_progress, busy, no_answer or failed; then hold the conversation."""
-    settings = engine.settings
+    settings = board.settings
     request = DialRequest(
         to_number=call.to_number or "",
         from_number=call.from_number,
@@ -89,20 +92,20 @@ async def place_call(engine: Engine, call: Call, ref: CallRef) -> None:
     )
     try:
         connection = await asyncio.wait_for(
-            engine.adapter.dial(request), settings.ring_timeout_seconds + DIAL_MARGIN_SECONDS
+            board.adapter.dial(request), settings.ring_timeout_seconds + DIAL_MARGIN_SECONDS
         )
     except DialFailed as failure:
-        await engine.moves.apply(lifecycle.dial_failed(ref, failure.outcome, failure.reason))
+        await board.moves.apply(lifecycle.dial_failed(ref, failure.outcome, failure.reason))
         return
     except TimeoutError:
-        await engine.moves.apply(lifecycle.dial_failed(ref, "no_answer", "ring timeout"))
+        await board.moves.apply(lifecycle.dial_failed(ref, "no_answer", "ring timeout"))
         return
     except asyncio.CancelledError:
-        await engine.moves.apply(lifecycle.dial_failed(ref, "failed", "the worker stopped"))
+        await board.moves.apply(lifecycle.dial_failed(ref, "failed", "the worker stopped"))
         raise
     except Exception as exc:
         log.exception("dial failed", extra={"call_id": str(call.id)})
-        await engine.moves.apply(
+        await board.moves.apply(
             lifecycle.dial_failed(ref, "failed", f"telephony error ({type(exc).__name__})")
         )
         return
@@ -112,28 +115,21 @@ async def place_call(engine: Engine, call: Call, ref: CallRef) -> None:
         # The network cannot tell: listen to the first seconds (what is heard is replayed to
         # the conversation, which must hear it too).
         answered_by, connection = await detect_answered_by(connection)
-    started = await engine.moves.apply(lifecycle.answered(ref, answered_by, answered_at))
+    started = await board.moves.apply(lifecycle.answered(ref, answered_by, answered_at))
     if started is None:  # failed under us (lease lost) or gone: nobody may talk on it
         await connection.hangup()
         return
-    await converse(engine, started, ref, connection)
+    await converse(board, started, ref, connection)
 
 
-async def converse(engine: Engine, call: Call, ref: CallRef, connection: Connection) -> None:
-    """Hold the conversation of an answered call, then complete it (in_progress → completed)."""
+async def converse(board: Switchboard, call: Call, ref: CallRef, connection: Connection) -> None:
+    """Hold the conversation of an answered call, then complete it (in_progress → completed).
+    The turn loop ends it at the agent's maximum length (counted from the answer: listening
+    for who answered is part of the call)."""
     context = CallContext.from_call(call)
     reason = "the far end hung up"
-    # The maximum length counts from the answer: listening for who answered is part of the call.
-    answered_for = (utcnow() - call.started_at).total_seconds() if call.started_at else 0.0
     try:
-        await asyncio.wait_for(
-            hold_conversation(context, connection, engine.services),
-            max(0.0, engine.settings.max_call_seconds - answered_for),
-        )
-        if connection.ended_by != "remote":  # the agent hung up (end_call, apology)
-            reason = "the agent hung up"
-    except TimeoutError:
-        reason = "maximum call length reached"
+        reason = await hold_conversation(context, connection, board.services)
     except asyncio.CancelledError:
         reason = "the worker stopped"
         raise
@@ -141,11 +137,11 @@ async def converse(engine: Engine, call: Call, ref: CallRef, connection: Connect
         log.exception("conversation failed", extra={"call_id": str(call.id)})
         reason = "the conversation failed"
     finally:
-        await _finish(engine, context, ref, connection, reason)
+        await _finish(board, context, ref, connection, reason)
 
 
 async def _finish(
-    engine: Engine, context: CallContext, ref: CallRef, connection: Connection, reason: str
+    board: Switchboard, context: CallContext, ref: CallRef, connection: Connection, reason: str
 ) -> None:
     with contextlib.suppress(Exception):
         await connection.hangup()
@@ -160,7 +156,7 @@ async def _finish(
             ended_at = min(ended_at, by_recording)
         if recording is not None and recording.data:
             row = await put_call_recording(
-                engine.runtime,
+                board.jobs.runtime,
                 ref.organization_id,
                 ref.call_id,
                 recording.content_type,
@@ -171,18 +167,18 @@ async def _finish(
     except Exception:
         log.exception("storing the call's recording failed", extra={"call_id": str(ref.call_id)})
     # The recording's row is written with the completion (its audio is already in storage).
-    completed = await engine.moves.apply(
+    completed = await board.moves.apply(
         lifecycle.hung_up(
             ref, context.started_at, reason, context.transcript, ended_at, rows=stored
         )
     )
     if completed is None and stored:
         # The call was not ours any more (failed under us): its recording is still kept.
-        await engine.transact(_insert_rows, stored)
+        await board.jobs.transact(_insert_rows, stored)
     if completed is None:
         return
     try:
-        await after_call(context, engine.services)
+        await after_call(context, board.services)
     except Exception:
         log.exception("after-call work failed", extra={"call_id": str(ref.call_id)})
 
@@ -260,20 +256,20 @@ async def create_inbound_call(
     return call
 
 
-def inbound_router(engine: Engine) -> InboundRouter:
+def inbound_router(board: Switchboard) -> InboundRouter:
     """What the adapter asks for each incoming call: how to hold it, or None (refuse: 404)."""
 
     async def route(offer: InboundOffer) -> ConversationRunner | None:
-        if engine.draining:
+        if board.draining:
             return None
-        call = await engine.transact(create_inbound_call, offer, engine.worker_id)
+        call = await board.jobs.transact(create_inbound_call, offer, board.worker_id)
         if call is None:
             return None
-        ref = CallRef(call.organization_id, call.id, engine.worker_id)
+        ref = CallRef(call.organization_id, call.id, board.worker_id)
 
         async def hold(connection: Connection) -> None:
             # The adapter awaits this; the engine tracks it like its own calls (leases, shutdown).
-            task = engine.hold(ref, converse(engine, call, ref, connection))
+            task = board.hold(ref, converse(board, call, ref, connection))
             await asyncio.shield(task)
 
         return hold

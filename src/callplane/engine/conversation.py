@@ -2,132 +2,66 @@
 
 The engine (``engine.calls``) answers or places the call, then calls, in order:
 
-    services = build_services(runtime)                    # once per worker process
-    context  = CallContext.from_call(call)                # when the call is answered
-    await hold_conversation(context, connection, services)  # until either side hangs up
+    services = ConversationServices(runtime, build_providers(settings))  # once per worker
+    context  = CallContext.from_call(call)                 # when the call is answered
+    reason   = await hold_conversation(context, connection, services)  # until it ends
     ... the engine hangs up, stores the recording and completes the call
-        (transcript = context.transcript) ...
-    await after_call(context, services)                   # after the call is completed
-    await services.aclose()                               # when the worker stops
+        (transcript = context.transcript, ``reason`` in ``call.ended``) ...
+    await after_call(context, services)                    # after the call is completed
 
-``hold_conversation`` is cut off at CALLPLANE_MAX_CALL_SECONDS (the task is cancelled) and the
-engine hangs up whatever it returns; it never touches the call's status.
-
-The conversation itself is the turn loop (``turn_loop.py``: listening, the brain, speaking,
-barge-in); after the call, ``aftercall.py`` writes the summary and analysis results and sends
-``call.analyzed``. Without a brain (CALLPLANE_LLM_BASE_URL unset) the agent speaks
-``first_message`` and listens, as DESIGN §10 says.
+``hold_conversation`` resolves the call's ``AgentSpec`` (agent.py: settings < the agent's commit
+< the call's own fields), then runs the turn loop (``turn_loop.py``: listening, the brain,
+speaking, barge-in, the ways a call ends); it never touches the call's status. After the call,
+``aftercall.py`` writes the summary and analysis results and sends ``call.analyzed``. Without
+a brain (CALLPLANE_LLM_BASE_URL unset) the agent speaks ``first_message`` and listens, as
+DESIGN §10 says.
 """
 
 from __future__ import annotations
 
-import gc
+import asyncio
+import contextlib
 import logging
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from callplane.brain import Brain
-from callplane.engine.aftercall import analyze_call, record_agent_event
+from callplane.engine.aftercall import ApplyMove, analyze_call, record_agent_event
+from callplane.engine.agent import (
+    DEFAULT_LANGUAGE,
+    AgentSource,
+    AgentSpec,
+    no_agent_commit,
+    resolve_agent_spec,
+)
 from callplane.engine.listening import Listener
+from callplane.engine.providers import Providers
 from callplane.engine.speaking import Speaker
-from callplane.engine.turn_loop import Agent, TranscriptLog, TurnLoop
+from callplane.engine.turn_loop import TranscriptLog, TurnLoop
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
-from callplane.settings import Settings
-from callplane.speech.base import Synthesizer, Transcriber
 from callplane.telephony.base import Connection
-
-if TYPE_CHECKING:
-    from callplane.engine.batching import GroupCommit
 
 log = logging.getLogger("callplane.engine.conversation")
 
 
 @dataclass
 class ConversationServices:
-    """What a conversation may use, built once per worker process."""
+    """What every conversation of a worker shares."""
 
     runtime: Runtime
-    synthesizer: Synthesizer | None = None
-    transcriber: Transcriber | None = None
-    brain: Brain | None = None
-    #: The worker's group commit, for the after-call write (set by the engine).
-    moves: GroupCommit | None = None
+    providers: Providers
+    #: Where a call's agent commit comes from (the agents domain, plugged in by whoever
+    #: assembles the engine); by default no call has one.
+    agents: AgentSource = no_agent_commit
+    #: The worker's group commit, for the after-call write (None: a transaction of its own).
+    apply_move: ApplyMove | None = None
 
     async def aclose(self) -> None:
-        if self.brain is not None:
-            await self.brain.aclose()
-
-
-def build_services(runtime: Runtime) -> ConversationServices:
-    settings = runtime.settings
-    # Whisper takes a second or two and memory to load: only a network with audio needs it.
-    audio = settings.telephony == "sip"
-    services = ConversationServices(
-        runtime=runtime,
-        synthesizer=_local_synthesizer(),
-        transcriber=_local_transcriber(settings) if audio else None,
-        brain=Brain.from_settings(settings),
-    )
-    # Everything loaded so far (the app, SQLAlchemy, the models) lives as long as the process:
-    # out of the collector's sight, a full collection stops being a ~200 ms pause of every call
-    # on the worker (measured here with the app loaded: 195 ms before, well under 1 ms after).
-    # Once per process: a later freeze would also pin whatever cyclic garbage exists then.
-    global _frozen
-    if not _frozen:
-        gc.freeze()
-        _frozen = True
-    return services
-
-
-_frozen = False
-
-
-def _local_synthesizer() -> Synthesizer | None:
-    """The local text-to-speech engine (espeak-ng); without it the agent cannot be heard."""
-    try:
-        from callplane.speech.synthesis import build_synthesizer
-
-        return build_synthesizer()
-    except Exception:
-        log.warning(
-            "local speech synthesis unavailable: the agent will not be heard", exc_info=True
-        )
-        return None
-
-
-def _local_transcriber(settings: Settings) -> Transcriber | None:
-    """Whisper, loaded now so the first call does not wait for it; without the speech extra
-    the agent cannot hear the caller (it still speaks and records)."""
-    key = (settings.whisper_model_dir, settings.transcriber_threads)
-    with _transcribers_lock:
-        if key not in _transcribers:
-            try:
-                from callplane.speech.transcriber import WhisperTranscriber
-
-                # Word times are for recordings' transcripts; a turn needs only its text (a
-                # fifth less CPU, straight off the response latency).
-                _transcribers[key] = WhisperTranscriber(
-                    settings.whisper_model_dir,
-                    cpu_threads=settings.transcriber_threads,
-                    word_timestamps=False,
-                )
-            except Exception:
-                log.warning(
-                    "speech recognition unavailable: the agent will not hear", exc_info=True
-                )
-                return None
-        return _transcribers[key]
-
-
-#: One model per process, whatever the number of engines (loading takes a second or two).
-_transcribers: dict[tuple[str | None, int], Transcriber] = {}
-_transcribers_lock = threading.Lock()
+        await self.providers.aclose()
 
 
 @dataclass
@@ -140,6 +74,8 @@ class CallContext:
     to_number: str | None
     from_number: str | None
     agent_uuid: uuid.UUID | None
+    agent_commit_id: str | None
+    answered_by: str | None
     voice_uuid: uuid.UUID | None
     call_prompt: str | None
     first_message: str | None
@@ -149,6 +85,8 @@ class CallContext:
     params: dict[str, Any]
     analyzers: list[Any]
     started_at: datetime
+    #: The agent as resolved when the conversation started.
+    spec: AgentSpec | None = None
     #: Transcript entries (SPEC's Transcript entry), stored on the call when it completes.
     transcript: list[dict[str, Any]] = field(default_factory=list)
     #: Seconds from the end of each caller turn to the first media of the agent's reply.
@@ -170,6 +108,8 @@ class CallContext:
             to_number=call.to_number,
             from_number=call.from_number,
             agent_uuid=call.agent_uuid,
+            agent_commit_id=call.agent_commit_id,
+            answered_by=call.answered_by,
             voice_uuid=call.voice_uuid,
             call_prompt=call.call_prompt,
             first_message=call.first_message,
@@ -186,38 +126,68 @@ class CallContext:
         return time.monotonic() - self._started_monotonic
 
 
+def voice_of(spec: AgentSpec) -> str | None:
+    """The synthesizer voice for the agent's language (None: the default voice). A Voice's own
+    engine (DESIGN §16) takes over once voices carry one."""
+    language = spec.language.lower()
+    if language == DEFAULT_LANGUAGE or language.startswith("en-"):
+        return None
+    return f"espeak-ng:{language.split('-')[0]}"
+
+
 async def hold_conversation(
     context: CallContext, connection: Connection, services: ConversationServices
-) -> None:
-    """The turn loop, until either side hangs up."""
+) -> str:
+    """The turn loop, until the call ends; why it ended."""
+    runtime = services.runtime
+    commit = await services.agents(runtime, context)
+    spec = context.spec = resolve_agent_spec(
+        runtime.settings,
+        context,
+        commit.config,
+        commit_id=commit.commit_id or context.agent_commit_id,
+        render=commit.render,
+    )
 
     async def report(type_: str, data: dict[str, Any]) -> None:
-        await record_agent_event(
-            services.runtime, context.organization_id, context.call_id, type_, data
-        )
+        await record_agent_event(runtime, context.organization_id, context.call_id, type_, data)
 
+    started = None
+    if spec.commit_id is not None or spec.missing_variables:
+        # Beside the opening line, not before it: the caller should not wait on a write.
+        data = {"commit_id": spec.commit_id, "missing_variables": list(spec.missing_variables)}
+        started = asyncio.create_task(report("agent.started", data))
+    providers = services.providers
     loop = TurnLoop(
         connection=connection,
-        listener=Listener(connection, transcriber=services.transcriber, hints=context.keyterms),
-        speaker=Speaker(connection, services.synthesizer),
+        listener=Listener(connection, transcriber=providers.transcriber, hints=spec.keyterms),
+        speaker=Speaker(connection, providers.synthesizer(voice_of(spec))),
         transcript=TranscriptLog(context.transcript, context.elapsed),
-        agent=Agent(context.call_prompt, context.first_message, context.agent_speaks_first),
-        brain=services.brain,
+        spec=spec,
+        brain=providers.brain,
         report=report,
+        answered_by=context.answered_by,
         latencies=context.latencies,
     )
-    await loop.run()
+    try:
+        return await loop.run()
+    finally:
+        if started is not None:
+            with contextlib.suppress(Exception):
+                await started
 
 
 async def after_call(context: CallContext, services: ConversationServices) -> None:
     """After the call completed: summary, analyzers, ``call.analyzed``."""
+    spec = context.spec
     await analyze_call(
         services.runtime,
-        services.brain,
+        services.providers.brain,
         context.organization_id,
         context.call_id,
         context.transcript,
-        context.analyzers,
+        spec.analyzers if spec is not None else context.analyzers,
         context.latencies,
-        moves=services.moves,
+        apply_move=services.apply_move,
+        summary_prompt=spec.summary_prompt if spec is not None else None,
     )

@@ -17,8 +17,8 @@ from datetime import timedelta
 from sqlalchemy import select, tuple_, update
 
 from callplane.engine.lifecycle import ACTIVE, CallRef, lease_expired
-from callplane.engine.tasks import WorkerTask
-from callplane.engine.worker import Engine
+from callplane.engine.switchboard import Switchboard
+from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit.tenancy import across_organizations
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
@@ -28,19 +28,19 @@ log = logging.getLogger("callplane.engine.leases")
 REAP_BATCH = 100
 
 
-async def renew(ctx: Engine) -> int:
-    held = list(ctx.held)
+async def renew(board: Switchboard) -> int:
+    held = list(board.held)
     if not held:
         return 0
-    expires = utcnow() + timedelta(seconds=ctx.settings.worker_lease_seconds)
-    async with ctx.runtime.db.session(write=True) as session:
+    expires = utcnow() + timedelta(seconds=board.settings.worker_lease_seconds)
+    async with board.jobs.runtime.db.session(write=True) as session:
         renewal = (
             update(Call)
             .where(
                 tuple_(Call.organization_id, Call.id).in_(
                     [(r.organization_id, r.call_id) for r in held]
                 ),
-                Call.worker_id == ctx.worker_id,
+                Call.worker_id == board.worker_id,
                 Call.status.in_(ACTIVE),
             )
             .values(lease_expires_at=expires)
@@ -52,10 +52,10 @@ async def renew(ctx: Engine) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-async def reap(ctx: Engine) -> int:
+async def reap(board: Switchboard) -> int:
     """Fail the calls whose lease has expired; returns how many."""
     now = utcnow()
-    async with ctx.runtime.db.session(write=False) as session:
+    async with board.jobs.runtime.db.session(write=False) as session:
         rows = (
             await session.execute(
                 across_organizations(
@@ -70,7 +70,7 @@ async def reap(ctx: Engine) -> int:
     # Applied together, so the group commit makes them in one transaction.
     calls = await asyncio.gather(
         *(
-            ctx.moves.apply(lease_expired(ref, started_at))
+            board.moves.apply(lease_expired(ref, started_at))
             for ref, (*_, started_at) in zip(refs, rows, strict=True)
         )
     )
@@ -85,13 +85,14 @@ async def reap(ctx: Engine) -> int:
     return failed
 
 
-async def _step(ctx: Engine) -> bool:
-    await renew(ctx)
-    return await reap(ctx) == REAP_BATCH
+def leases_task(board: Switchboard) -> WorkerTask:
+    """Renewing this worker's leases and reaping the expired ones of every worker."""
 
+    async def step(_ctx: TaskContext) -> bool:
+        await renew(board)
+        return await reap(board) == REAP_BATCH
 
-async def _run(ctx: Engine) -> None:
-    await ctx.repeat(_step, interval=ctx.settings.worker_lease_seconds / 3)
+    async def run(ctx: TaskContext) -> None:
+        await ctx.repeat(step, interval=ctx.settings.worker_lease_seconds / 3)
 
-
-LEASES = WorkerTask("leases", _run)
+    return WorkerTask("leases", run)

@@ -2,12 +2,12 @@
 
 Audio: each sentence is synthesised off the event loop and queued on the connection, which
 plays it in real time; so the next sentence is synthesised while this one is heard. The
-connection does not say when playback ends, so ``Speaker`` keeps the time it will (queued audio
-duration from when it began). Text: the reply's sentences are played as one ``TextFrame`` when
-the line ends (a simulated person answers each frame).
+connection does not say when playback ends, so the speaker keeps the time it will (queued audio
+duration from when it began) in the ``Reply``. Text: the reply's sentences are played as one
+``TextFrame`` when the line ends (a simulated person answers each frame).
 
-``interrupt`` (barge-in) drops whatever is queued and keeps in the line only the sentences the
-caller heard the start of: that, not the whole generated reply, is what the transcript records.
+``interrupt`` (barge-in) drops whatever is queued; the reply keeps only the sentences the caller
+heard the start of: that, not the whole generated reply, is what the transcript records.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import asyncio
 import logging
 import time
 
+from callplane.engine.reply import Reply
 from callplane.speech.base import Synthesizer
 from callplane.telephony.base import (
     FRAME_BYTES,
@@ -34,20 +35,14 @@ class Speaker:
         self._connection = connection
         self._synthesizer = synthesizer
         self._pending_text: list[str] = []
-        #: (start time, sentence) of every sentence queued in the current line.
-        self._line: list[tuple[float, str]] = []
+        #: When everything queued on the connection, of any line, will have been heard.
         self._busy_until = 0.0
-        #: When the current line's first media was queued (for the turn's latency).
-        self.first_media_at: float | None = None
 
     @property
     def speaking(self) -> bool:
         return time.monotonic() < self._busy_until
 
-    def begin_line(self) -> None:
-        self._pending_text, self._line, self.first_media_at = [], [], None
-
-    async def say(self, sentence: str) -> None:
+    async def say(self, reply: Reply, sentence: str) -> None:
         if self._connection.media == "text":
             self._pending_text.append(sentence)
             return
@@ -58,34 +53,33 @@ class Speaker:
             except Exception:
                 # The caller misses one sentence; the call goes on (and the log says why).
                 log.exception("speech synthesis failed on a sentence")
+        if reply.interrupted:
+            return
         now = time.monotonic()
         start = max(now, self._busy_until)
-        self._line.append((start, sentence))
+        reply.sentences.append((start, sentence))
         if not pcm:
             return
-        if self.first_media_at is None:
-            self.first_media_at = now
+        if reply.first_media_at is None:
+            reply.first_media_at = now
         for offset in range(0, len(pcm), FRAME_BYTES):
             await self._connection.play(AudioFrame(pcm[offset : offset + FRAME_BYTES]))
         self._busy_until = start + len(pcm) / (SAMPLE_RATE * SAMPLE_WIDTH)
+        reply.playout_ends_at = self._busy_until
 
-    async def end_line(self) -> None:
+    async def end_line(self, reply: Reply) -> None:
         if self._connection.media == "text" and self._pending_text:
             text = " ".join(self._pending_text)
             now = time.monotonic()
-            self._line = [(now, text)]
-            self.first_media_at = now
+            reply.sentences = [(now, text)]
+            reply.first_media_at = now
             self._pending_text = []
             await self._connection.play(TextFrame(text))
 
-    def line_text(self) -> str:
-        """The current line: every sentence queued (after an interrupt, every one heard)."""
-        return " ".join(sentence for _, sentence in self._line)
-
-    async def interrupt(self) -> None:
-        """Stop speaking now: drop what is queued; the line keeps what was heard of it."""
-        now = time.monotonic()
-        self._line = [(start, sentence) for start, sentence in self._line if start <= now]
+    async def interrupt(self, reply: Reply | None) -> None:
+        """Stop speaking now: drop what is queued; the reply keeps what was heard of it."""
+        if reply is not None:
+            reply.interrupt()
         self._pending_text = []
         self._busy_until = 0.0
         await self._connection.interrupt()

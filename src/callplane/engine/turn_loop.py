@@ -1,4 +1,4 @@
-"""The turn loop (DESIGN §10): the caller speaks, the brain answers, the agent speaks.
+"""The turn loop (DESIGN §10, §15): the caller speaks, the brain answers, the agent speaks.
 
 Three parts run at once, after pipecat's and livekit-agents' split of a voice pipeline:
 
@@ -6,11 +6,18 @@ Three parts run at once, after pipecat's and livekit-agents' split of a voice pi
     TurnLoop (here)           decides: record the turn, start a reply, barge in, hang up
     reply task (here)         brain stream -> sentences -> Speaker (speaking.py) -> media out
 
-A reply streams from the brain in its own task (feeding a queue), so generation never waits for
-playback, and the first sentence is spoken as soon as it is complete. The caller speaking while
-the agent generates or speaks is a barge-in: playback stops, the reply is cancelled, and what
-the caller heard of it is what the transcript keeps. A brain that fails or times out gets a
-short apology and a hang-up — the call ends ``completed``, never hung — and an event saying why.
+Each agent line is a ``Reply`` (reply.py): what was queued and heard of it, whether it was cut
+off, and a way to wait until it has been heard. A reply streams from the brain in its own task,
+so generation never waits for playback, and the first sentence is spoken as soon as it is
+complete. The caller speaking while the agent generates or speaks is a barge-in: playback
+stops, the reply is cancelled, and what the caller heard of it is what the transcript keeps.
+
+The agent (``AgentSpec``, agent.py) decides the rest: its prompt, opening, model; the call
+ends when the brain asks ``end_call`` or a line holds an end-call phrase (once the line has
+been heard), at the maximum length, after a silence (with a closing line), or at a voicemail
+(hung up at once, or once a message left after the greeting). A brain that fails or times out
+gets a short apology and a hang-up — the call ends ``completed``, never hung — and an event
+saying why.
 """
 
 from __future__ import annotations
@@ -34,13 +41,23 @@ from callplane.brain import (
     ToolCall,
     conversation_messages,
 )
+from callplane.engine.agent import AgentSpec
 from callplane.engine.listening import CallerEvent, CallerGone, CallerSaid, CallerSpeaking, Listener
+from callplane.engine.reply import Reply
 from callplane.engine.speaking import Speaker
 from callplane.telephony.base import Connection
 
 log = logging.getLogger("callplane.engine.turns")
 
 APOLOGY = "I'm sorry, I'm having trouble right now. Please call back later. Goodbye."
+CLOSING_LINE = "I haven't heard anything for a while, so I'll end the call now. Goodbye."
+
+#: Why a conversation ended (the ``reason`` of ``call.ended``).
+REMOTE_HANGUP = "the far end hung up"
+AGENT_HANGUP = "the agent hung up"
+MAX_LENGTH = "maximum call length reached"
+SILENCE = "the caller was silent"
+VOICEMAIL = "the agent hung up on a voicemail"
 
 #: ``report(type, data)``: writes one of the call's events.
 Report = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -66,124 +83,192 @@ class TranscriptLog:
 
 
 @dataclass
-class Agent:
-    """What the call asks of its agent."""
-
-    call_prompt: str | None = None
-    first_message: str | None = None
-    agent_speaks_first: bool | None = None
-
-
-@dataclass
 class TurnLoop:
     connection: Connection
     listener: Listener
     speaker: Speaker
     transcript: TranscriptLog
-    agent: Agent
+    spec: AgentSpec
     brain: Brain | None
     report: Report
+    #: ``human``, ``voicemail`` or None (not known): the spec's voicemail rule needs it.
+    answered_by: str | None = None
     #: Seconds from the end of each caller turn to the first media of the agent's reply.
     latencies: list[float] = field(default_factory=list)
     _inbox: asyncio.Queue[CallerEvent] = field(default_factory=asyncio.Queue)
-    _reply: asyncio.Task[None] | None = None
-    _line_open: bool = False
-    #: The open line is the agent's opening (first_message or the brain's first line).
-    _opening: bool = False
-    #: The transcript entry of the line last spoken (a late barge-in shortens it).
-    _last_line: dict[str, Any] | None = None
-    _hanging_up: bool = False
+    _getting: asyncio.Future[CallerEvent] | None = None
+    #: The agent's current (or last) line.
+    _reply: Reply | None = None
+    #: Set once the agent is ending the call: the caller's speech no longer matters.
+    _ending: bool = False
+    _reason: str | None = None
+    #: Waiting for a voicemail greeting to end, to leave the message.
+    _awaiting_greeting: bool = False
+    #: When the caller last did anything (the silence timeout counts from here or from the
+    #: end of the agent's line, whichever is later).
+    _last_heard: float = 0.0
 
-    async def run(self) -> None:
-        # The opening is started before listening, so it is under way (on the simulated
-        # network: said) before anything the far end said at answer time is taken in.
-        if self.agent.agent_speaks_first is not False:
-            if self.agent.first_message:
-                self._start(self._say_line(self.agent.first_message), opening=True)
-            elif self.brain is not None:
-                self._start(self._answer(None), opening=True)
-        listening = asyncio.create_task(self._listen())
+    async def run(self) -> str:
+        """Hold the conversation until it ends; why it ended."""
+        budget = self.spec.max_duration_seconds - self.transcript.elapsed()
+        listening: asyncio.Task[None] | None = None
         try:
-            while not isinstance(event := await self._inbox.get(), CallerGone):
-                await self._on(event)
+            async with asyncio.timeout(max(0.0, budget)):
+                listening = await self._open()
+                await self._converse()
+        except TimeoutError:
+            self._reason = MAX_LENGTH
+            with contextlib.suppress(Exception):
+                await self.connection.hangup()
         finally:
-            for task in (self._reply, listening):
-                if task is not None:
+            tasks = [self._reply.task if self._reply else None, listening, self._getting]
+            for task in tasks:
+                if task is not None and not task.done():
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+        if self._reason is not None:
+            return self._reason
+        return AGENT_HANGUP if self.connection.ended_by == "local" else REMOTE_HANGUP
+
+    async def _open(self) -> asyncio.Task[None] | None:
+        self._last_heard = time.monotonic()
+        voicemail = self.spec.voicemail if self.answered_by == "voicemail" else None
+        if voicemail is not None and voicemail.action == "hang_up":
+            await self._end_call(VOICEMAIL)
+            return None
+        if voicemail is not None:
+            self._awaiting_greeting = True
+        # The opening is started before listening, so it is under way (on the simulated
+        # network: said) before anything the far end said at answer time is taken in.
+        elif self.spec.agent_speaks_first:
+            if self.spec.first_message:
+                self._start(lambda r: self._say_line(r, self.spec.first_message or ""), True)
+            elif self.brain is not None:
+                self._start(lambda r: self._answer(r, None), True)
+        return asyncio.create_task(self._listen())
+
+    async def _converse(self) -> None:
+        if self._reason is not None:
+            return
+        while True:
+            event = await self._next_event()
+            if event is None:
+                await self._close_for_silence()
+            elif isinstance(event, CallerGone):
+                return
+            else:
+                await self._on(event)
 
     async def _listen(self) -> None:
         async for event in self.listener.events():
             self._inbox.put_nowait(event)
 
+    async def _next_event(self) -> CallerEvent | None:
+        """The caller's next event, or None once the caller has been silent too long."""
+        while True:
+            if self._getting is None:
+                self._getting = asyncio.ensure_future(self._inbox.get())
+            waits: set[asyncio.Future[Any]] = {self._getting}
+            deadline = self._silence_deadline()
+            reply = self._reply
+            if reply is not None and reply.generating and reply.task and not reply.task.done():
+                waits.add(reply.task)  # its end starts the silence clock
+                deadline = None
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done, _ = await asyncio.wait(waits, timeout=timeout, return_when="FIRST_COMPLETED")
+            if self._getting in done:
+                event = self._getting.result()
+                self._getting = None
+                return event
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+
+    def _silence_deadline(self) -> float | None:
+        seconds = self.spec.silence_timeout_seconds
+        if seconds is None or self._ending:
+            return None
+        heard_until = self._reply.playout_ends_at if self._reply is not None else 0.0
+        return max(self._last_heard, heard_until) + seconds
+
     async def _on(self, event: CallerEvent) -> None:
-        if self._hanging_up:
+        if self._ending:
             return
+        self._last_heard = time.monotonic()
+        reply = self._reply
         if isinstance(event, CallerSpeaking):
-            if self._heard_since(event.at):
-                await self._barge_in()
+            if reply is not None and reply.heard_since(event.at):
+                await self._barge_in(reply)
             return
         if isinstance(event, CallerSaid):
             # A new caller turn supersedes an answer not yet complete (the brain answers both
             # together), and interrupts whatever the caller spoke over; the opening line is
             # not an answer to anything, so it is finished first.
-            if self._heard_since(event.started_at) or (self._line_open and not self._opening):
-                await self._barge_in()
+            if reply is not None and (
+                reply.heard_since(event.started_at) or (reply.generating and not reply.opening)
+            ):
+                await self._barge_in(reply)
             await self._settle()
             self.transcript.add(event.started_at, role="user", text=event.text)
-            if self.brain is not None:
-                self._start(self._answer(event.ended_at))
+            if self._awaiting_greeting:
+                # The greeting has ended: the message, then the call ends (DESIGN §15).
+                self._awaiting_greeting = False
+                message = self.spec.voicemail.message if self.spec.voicemail else ""
+                self._ending = True
+                self._start(lambda r: self._say_line(r, message, then_end=VOICEMAIL))
+            elif self.brain is not None:
+                self._start(lambda r: self._answer(r, event.ended_at))
 
-    def _heard_since(self, at: float) -> bool:
-        """Whether the agent is being heard and was already when the caller began at ``at``
-        (speech from before our line began, replayed or queued, is no interruption of it)."""
-        began = self.speaker.first_media_at
-        return self.speaker.speaking and began is not None and at >= began
-
-    def _start(self, reply: Coroutine[Any, Any, None], *, opening: bool = False) -> None:
+    def _start(
+        self, line: Callable[[Reply], Coroutine[Any, Any, None]], opening: bool = False
+    ) -> Reply:
         # The line is open from now, not from when the task first runs: a caller turn that
         # arrives before then supersedes it too.
-        self._open_line()
-        self._opening = opening
-        self._reply = asyncio.create_task(reply)
+        reply = Reply(opening=opening)
+        reply.task = asyncio.create_task(line(reply))
+        self._reply = reply
+        return reply
 
     async def _settle(self) -> None:
         """Let a finished line's reply task complete its bookkeeping."""
-        if self._reply is not None and not self._reply.done():
+        reply = self._reply
+        if reply is not None and reply.task is not None and not reply.task.done():
             with contextlib.suppress(asyncio.CancelledError):
-                await self._reply
+                await reply.task
 
-    async def _barge_in(self) -> None:
-        await self.speaker.interrupt()
-        if self._reply is not None and not self._reply.done() and self._line_open:
-            self._reply.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reply
-            self._close_line(None)  # when cancelled before it ran, nobody closed it
-        elif self._last_line is not None:
+    async def _barge_in(self, reply: Reply) -> None:
+        generating = reply.generating
+        await self.speaker.interrupt(reply)
+        if generating:
+            if reply.task is not None and not reply.task.done():
+                reply.task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reply.task
+            self._close_line(reply, None)  # when cancelled before it ran, nobody closed it
+        elif reply.entry is not None:
             # The line was already recorded whole, while its audio was still playing.
-            heard = self.speaker.line_text()
-            if heard:
-                self._last_line["text"] = heard
+            if reply.text:
+                reply.entry["text"] = reply.text
             else:
-                self.transcript.remove(self._last_line)
-            self._last_line = None
+                self.transcript.remove(reply.entry)
+            reply.entry = None
 
-    # A reply: one spoken line, from begin_line to end_line.
+    # A reply: one spoken line.
 
-    async def _say_line(self, text: str) -> None:
+    async def _say_line(self, reply: Reply, text: str, then_end: str | None = None) -> None:
         try:
-            await self.speaker.say(text)
-            await self.speaker.end_line()
+            if text:
+                await self.speaker.say(reply, text)
+                await self.speaker.end_line(reply)
         finally:
-            self._close_line(None)
+            self._close_line(reply, None)
+        await self._after_line(reply, then_end)
 
-    async def _answer(self, caller_ended_at: float | None) -> None:
+    async def _answer(self, reply: Reply, caller_ended_at: float | None) -> None:
         assert self.brain is not None
-        messages = conversation_messages(self.agent.call_prompt, self.transcript.entries)
+        messages = conversation_messages(self.spec.prompt, self.transcript.entries)
         stream: asyncio.Queue[ReplyEvent | BrainError | None] = asyncio.Queue()
-        thinking = asyncio.create_task(_think(self.brain, messages, stream))
+        thinking = asyncio.create_task(_think(self.brain, self.spec, messages, stream))
         splitter = SentenceSplitter()
         tool_calls: list[ToolCall] = []
         try:
@@ -192,18 +277,18 @@ class TurnLoop:
                     raise item
                 if isinstance(item, TextDelta):
                     for sentence in splitter.feed(item.text):
-                        await self.speaker.say(sentence)
+                        await self.speaker.say(reply, sentence)
                 else:
                     tool_calls.append(item)
             if rest := splitter.flush():
-                await self.speaker.say(rest)
-            await self.speaker.end_line()
+                await self.speaker.say(reply, rest)
+            await self.speaker.end_line(reply)
         except BrainError as exc:
-            await self._apologise(exc)
+            await self._apologise(reply, exc)
             return
         finally:
             thinking.cancel()
-            self._close_line(caller_ended_at)
+            self._close_line(reply, caller_ended_at)
         for call in tool_calls:
             self.transcript.add(
                 time.monotonic(),
@@ -211,47 +296,64 @@ class TurnLoop:
                 function_name=call.name,
                 arguments=call.arguments,
             )
-        if any(call.name == "end_call" for call in tool_calls):
-            await self._hang_up()
+        ends = any(call.name == "end_call" for call in tool_calls)
+        await self._after_line(reply, AGENT_HANGUP if ends else None)
 
-    def _open_line(self) -> None:
-        self.speaker.begin_line()
-        self._line_open = True
-        self._last_line = None
+    async def _after_line(self, reply: Reply, then_end: str | None) -> None:
+        if then_end is None and reply.text and self.spec.ends_the_call(reply.text):
+            then_end = AGENT_HANGUP
+        if then_end is not None and not reply.interrupted:
+            self._ending = True
+            await reply.wait_for_playout()
+            await self._end_call(then_end)
 
-    def _close_line(self, caller_ended_at: float | None) -> None:
-        if not self._line_open:
+    def _close_line(self, reply: Reply, caller_ended_at: float | None) -> None:
+        if not reply.generating:
             return
-        self._line_open = False
-        text = self.speaker.line_text()
-        first_media_at = self.speaker.first_media_at
+        reply.generated()
+        first_media_at = reply.first_media_at
         if first_media_at is not None and caller_ended_at is not None:
             self.latencies.append(first_media_at - caller_ended_at)
-        if text:
+        if reply.text:
             at = first_media_at or time.monotonic()
-            self._last_line = self.transcript.add(at, role="assistant", text=text)
+            reply.entry = self.transcript.add(at, role="assistant", text=reply.text)
 
-    async def _apologise(self, error: BrainError) -> None:
+    async def _close_for_silence(self) -> None:
+        self._ending = True
+        with contextlib.suppress(Exception):
+            await self.report(
+                "agent.silence_timeout", {"seconds": self.spec.silence_timeout_seconds}
+            )
+        self._start(lambda r: self._say_line(r, CLOSING_LINE, then_end=SILENCE))
+
+    async def _apologise(self, reply: Reply, error: BrainError) -> None:
         log.warning("the brain failed; apologising and hanging up", extra={"error": str(error)})
-        self._hanging_up = True
+        self._ending = True
         with contextlib.suppress(Exception):
             await self.report("agent.brain_error", {"error": str(error)})
-        await self.speaker.say(APOLOGY)
-        await self.speaker.end_line()
-        self._close_line(None)
-        await self._hang_up()
+        await self.speaker.say(reply, APOLOGY)
+        await self.speaker.end_line(reply)
+        self._close_line(reply, None)
+        await self._end_call(AGENT_HANGUP)
 
-    async def _hang_up(self) -> None:
-        self._hanging_up = True
+    async def _end_call(self, reason: str) -> None:
+        self._ending = True
+        self._reason = reason
         await self.speaker.finish()
         await self.connection.hangup()
 
 
 async def _think(
-    brain: Brain, messages: list[dict[str, Any]], out: asyncio.Queue[ReplyEvent | BrainError | None]
+    brain: Brain,
+    spec: AgentSpec,
+    messages: list[dict[str, Any]],
+    out: asyncio.Queue[ReplyEvent | BrainError | None],
 ) -> None:
     try:
-        async for event in brain.stream_reply(messages, tools=[END_CALL_TOOL]):
+        replies = brain.stream_reply(
+            messages, tools=[END_CALL_TOOL], model=spec.model, temperature=spec.temperature
+        )
+        async for event in replies:
             out.put_nowait(event)
     except BrainError as exc:
         out.put_nowait(exc)

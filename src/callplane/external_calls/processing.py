@@ -317,11 +317,11 @@ def _write_wav(path: Path, channels: Sequence[npt.NDArray[np.float32]]) -> None:
 
 async def _summarize(settings: Any, transcript: list[dict[str, Any]]) -> str | None:
     """The brain's summary when one is configured (CALLPLANE_LLM_BASE_URL), else extractive."""
-    from callplane.brain.client import Brain
+    from callplane.brain import build_brain
     from callplane.brain.summary import summarize
 
     entries = [{"role": "user", "text": e["text"]} for e in transcript]
-    brain = Brain.from_settings(settings)
+    brain = build_brain(settings)
     try:
         result = await summarize(brain, entries)
     finally:

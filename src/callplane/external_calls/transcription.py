@@ -12,17 +12,13 @@ from __future__ import annotations
 import importlib.util
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from callplane.engine.tasks import WorkerTask
 from callplane.external_calls.processing import process_next_leg
+from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
 from callplane.settings import Settings
 from callplane.speech.base import Segment, Transcriber
 from callplane.speech.transcriber import SpeechUnavailable, bundled_model_dir, shared_transcriber
-
-if TYPE_CHECKING:
-    from callplane.engine.worker import Engine
 
 log = logging.getLogger("callplane.external_calls")
 
@@ -36,7 +32,8 @@ class LazyTranscriber(Transcriber):
     def transcribe(
         self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
     ) -> list[Segment]:
-        return shared_transcriber(self.settings).transcribe(pcm, sample_rate, hints=hints)
+        transcriber = shared_transcriber(self.settings, "batch")
+        return transcriber.transcribe(pcm, sample_rate, hints=hints)
 
 
 def speech_available(settings: Settings) -> str | None:
@@ -51,14 +48,14 @@ def speech_available(settings: Settings) -> str | None:
     return None
 
 
-async def _run(engine: Engine) -> None:
+async def _run(engine: TaskContext) -> None:
     missing = speech_available(engine.settings)
     if missing is not None:
         log.warning("this worker does not transcribe recordings: %s", missing)
         return
     transcriber = LazyTranscriber(engine.settings)
 
-    async def transcribe_next_leg(engine: Engine) -> bool:
+    async def transcribe_next_leg(engine: TaskContext) -> bool:
         return await process_next_leg(engine.runtime, transcriber)
 
     await engine.repeat(

@@ -111,6 +111,8 @@ class CallEvent(Base):
             ["calls.organization_id", "calls.id"],
             ondelete="CASCADE",
         ),
+        # The retention purge takes the oldest events of every organization (engine/retention).
+        Index("ix_call_events_at", "at"),
     )
 
     organization_id: Mapped[int] = mapped_column(primary_key=True)

@@ -117,6 +117,8 @@ class WebhookDelivery(Base):
             "created_at",
             "id",
         ),
+        # The retention purge takes the oldest attempts of every organization.
+        Index("ix_webhook_deliveries_created_at", "created_at"),
     )
 
     organization_id: Mapped[int] = mapped_column(primary_key=True)

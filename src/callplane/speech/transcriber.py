@@ -22,7 +22,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from callplane.speech.base import Segment, Transcriber, Word
 
@@ -189,16 +189,27 @@ def _segment(raw: Any) -> Segment:
     )
 
 
-_shared: dict[tuple[str | None, int], WhisperTranscriber] = {}
+#: Why two purposes, and so up to two models in a process: ``transcribe`` runs one recognition
+#: at a time per model (see ``WhisperTranscriber``), and a recording's legs take minutes. A live
+#: call's turn queued behind one would leave the caller waiting that long for an answer. The
+#: purposes also differ in what they ask: recordings need word times (redaction), turns do not
+#: (a fifth less CPU, straight off the response latency).
+Purpose = Literal["live", "batch"]
+
+_shared: dict[tuple[Purpose, str | None, int], WhisperTranscriber] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_transcriber(settings: Settings) -> WhisperTranscriber:
-    """The process's transcriber for these settings, built on first use (the model is loaded
-    once per process however many workers, apps or tests ask for it)."""
-    key = (settings.whisper_model_dir, settings.transcriber_threads)
+def shared_transcriber(settings: Settings, purpose: Purpose = "batch") -> WhisperTranscriber:
+    """The process's transcriber for this purpose and these settings, built on first use (the
+    model is loaded once per process however many workers, apps or tests ask for it)."""
+    key = (purpose, settings.whisper_model_dir, settings.transcriber_threads)
     with _shared_lock:
         transcriber = _shared.get(key)
         if transcriber is None:
-            transcriber = _shared[key] = WhisperTranscriber.from_settings(settings)
+            transcriber = _shared[key] = WhisperTranscriber(
+                settings.whisper_model_dir,
+                cpu_threads=settings.transcriber_threads,
+                word_timestamps=purpose == "batch",
+            )
         return transcriber

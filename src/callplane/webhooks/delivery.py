@@ -28,8 +28,7 @@ import httpx
 from sqlalchemy import and_, delete, exists, insert, or_, select, tuple_, update
 from sqlalchemy.orm import aliased
 
-from callplane.engine.tasks import WorkerTask
-from callplane.engine.worker import Engine
+from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
 from callplane.kit.tenancy import across_organizations
 from callplane.models.base import utcnow
@@ -82,7 +81,7 @@ class _Result:
 class Deliverer:
     """The webhook sender of one worker process."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: TaskContext) -> None:
         self.engine = engine
         self.settings = engine.settings
         # Several pools, attempts spread round-robin: httpcore looks at every connection of a
@@ -108,7 +107,7 @@ class Deliverer:
 
     # -- taking jobs ---------------------------------------------------------------------
 
-    async def step(self, engine: Engine) -> bool:
+    async def step(self, engine: TaskContext) -> bool:
         room = MAX_IN_FLIGHT - len(self.tasks)
         if room <= 0:
             return False
@@ -353,7 +352,7 @@ def _describe(exc: httpx.HTTPError) -> str:
     return f"{kind}: {message}" if message else kind
 
 
-async def _run(engine: Engine) -> None:
+async def _run(engine: TaskContext) -> None:
     deliverer = Deliverer(engine)
     flusher = asyncio.create_task(deliverer.flush_forever())
     try:

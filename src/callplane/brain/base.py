@@ -1,0 +1,57 @@
+"""What the engine asks of a brain. A second LLM provider is one module with a class of this
+shape (``client.py`` is the OpenAI-compatible one) and one line in ``engine/providers.py``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Message = dict[str, Any]
+
+
+class BrainError(Exception):
+    """The brain could not answer; the message says why, for the call's events."""
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+    call_id: str = ""
+
+
+ReplyEvent = TextDelta | ToolCall
+
+
+class Brain(Protocol):
+    """Every failure is raised as ``BrainError``, and nothing waits on a brain gone quiet."""
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+    ) -> str:
+        """The whole text of one answer (summaries, analyzers)."""
+        ...
+
+    def stream_reply(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[dict[str, Any]] = (),
+        model: str | None = None,
+        temperature: float | None = None,
+    ) -> AsyncIterator[ReplyEvent]:
+        """A conversational turn as it is generated: ``TextDelta`` as text arrives, each
+        ``ToolCall`` once its arguments are complete."""
+        ...
+
+    async def aclose(self) -> None: ...

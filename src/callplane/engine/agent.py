@@ -1,0 +1,175 @@
+"""What the agent is on one call: ``AgentSpec``, frozen, resolved once when the conversation
+starts (DESIGN §15).
+
+Three layers, the later winning: the deployment's settings (``CALLPLANE_LLM_MODEL``,
+``CALLPLANE_MAX_CALL_SECONDS``) < the config of the agent's commit the call runs < the call's
+own fields (``call_prompt``, ``first_message``, ``voice_id``, ``language``,
+``agent_speaks_first``, ``keyterms``; its ``analyzers`` come first and the commit's are added).
+Templates (prompt, first message, voicemail message) are rendered here, once, by the renderer
+the caller gives (``{{variables}}``, the agents domain's); the names it could not find are kept
+for the ``agent.started`` event.
+
+A call with no agent commit behaves as before agents existed: no voicemail handling (the agent
+talks to the machine as to a person) and no silence timeout; an agent's config turns both on,
+with DESIGN §15's defaults.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from callplane.runtime import Runtime
+    from callplane.settings import Settings
+
+#: ``render(template) -> (text, names not found)``: the call's ``{{variables}}`` filled in.
+Renderer = Callable[[str], tuple[str, Sequence[str]]]
+
+DEFAULT_LANGUAGE = "en"
+DEFAULT_SILENCE_TIMEOUT_SECONDS = 30.0
+
+
+def keep_template(template: str) -> tuple[str, Sequence[str]]:
+    """The renderer of a call without variables: the text as written."""
+    return template, ()
+
+
+@dataclass(frozen=True)
+class Voicemail:
+    action: Literal["hang_up", "leave_message"] = "hang_up"
+    #: Rendered; said once the greeting ends (``leave_message``).
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    prompt: str | None = None
+    first_message: str | None = None
+    agent_speaks_first: bool = True
+    voice_id: uuid.UUID | None = None
+    language: str = DEFAULT_LANGUAGE
+    keyterms: tuple[str, ...] = ()
+    model: str | None = None
+    temperature: float | None = None
+    max_duration_seconds: float = 1800.0
+    #: None: the agent waits for ever (a call without an agent commit).
+    silence_timeout_seconds: float | None = None
+    end_call_phrases: tuple[str, ...] = ()
+    #: None: a voicemail is talked to like a person (a call without an agent commit).
+    voicemail: Voicemail | None = None
+    summary_prompt: str | None = None
+    analyzers: tuple[Mapping[str, Any], ...] = ()
+    commit_id: str | None = None
+    #: ``{{names}}`` found nowhere, sorted (DESIGN §15: the ``agent.started`` event lists them).
+    missing_variables: tuple[str, ...] = ()
+
+    def ends_the_call(self, line: str) -> bool:
+        """Whether an agent line holds one of the end-call phrases (case-insensitive)."""
+        folded = line.casefold()
+        return any(phrase.casefold() in folded for phrase in self.end_call_phrases if phrase)
+
+
+class CallFields(Protocol):
+    """The call's own fields that override its agent's commit (a ``Call`` row has them)."""
+
+    @property
+    def call_prompt(self) -> str | None: ...
+    @property
+    def first_message(self) -> str | None: ...
+    @property
+    def agent_speaks_first(self) -> bool | None: ...
+    @property
+    def voice_uuid(self) -> uuid.UUID | None: ...
+    @property
+    def language(self) -> str | None: ...
+    @property
+    def keyterms(self) -> Sequence[str]: ...
+    @property
+    def analyzers(self) -> Sequence[Any]: ...
+
+
+def resolve_agent_spec(
+    settings: Settings,
+    call: CallFields,
+    config: Mapping[str, Any] | None = None,
+    *,
+    commit_id: str | None = None,
+    render: Renderer = keep_template,
+) -> AgentSpec:
+    """The call's agent: ``settings`` < ``config`` (the commit's, DESIGN §15 keys; None
+    without an agent) < ``call``; templates rendered with ``render``."""
+    commit: Mapping[str, Any] = config or {}
+    missing: set[str] = set()
+
+    def rendered(template: str | None) -> str | None:
+        if template is None:
+            return None
+        text, names = render(template)
+        missing.update(names)
+        return text
+
+    def pick(call_value: Any, key: str) -> Any:
+        return call_value if call_value is not None else commit.get(key)
+
+    voice = call.voice_uuid if call.voice_uuid is not None else _uuid(commit.get("voice_id"))
+    speaks_first = pick(call.agent_speaks_first, "agent_speaks_first")
+    keyterms = call.keyterms or commit.get("keyterms") or ()
+    voicemail = None
+    if config is not None:
+        raw = commit.get("voicemail") or {}
+        voicemail = Voicemail(
+            action="leave_message" if raw.get("action") == "leave_message" else "hang_up",
+            message=rendered(str(raw.get("message") or "")) or "",
+        )
+    silence = commit.get("silence_timeout_seconds")
+    if silence is None and config is not None:
+        silence = DEFAULT_SILENCE_TIMEOUT_SECONDS
+    temperature = commit.get("temperature")
+    return AgentSpec(
+        prompt=rendered(pick(call.call_prompt, "prompt")),
+        first_message=rendered(pick(call.first_message, "first_message")),
+        agent_speaks_first=speaks_first is not False,
+        voice_id=voice,
+        language=pick(call.language, "language") or DEFAULT_LANGUAGE,
+        keyterms=tuple(str(term) for term in keyterms),
+        model=commit.get("model") or settings.llm_model,
+        temperature=float(temperature) if temperature is not None else None,
+        max_duration_seconds=float(commit.get("max_duration_seconds") or settings.max_call_seconds),
+        silence_timeout_seconds=float(silence) if silence is not None else None,
+        end_call_phrases=tuple(str(p) for p in commit.get("end_call_phrases") or ()),
+        voicemail=voicemail,
+        summary_prompt=commit.get("summary_prompt"),
+        analyzers=(*call.analyzers, *(commit.get("analyzers") or ())),
+        commit_id=commit_id,
+        missing_variables=tuple(sorted(missing)),
+    )
+
+
+def _uuid(value: Any) -> uuid.UUID | None:
+    if value is None:
+        return None
+    try:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class AgentCommit:
+    """What a call's agent commit gives its conversation: where the integrator plugs in the
+    agents domain (``AgentSource``)."""
+
+    commit_id: str | None = None
+    config: Mapping[str, Any] | None = None
+    render: Renderer = field(default=keep_template)
+
+
+#: Loads a call's agent commit when its conversation starts. The default finds none.
+AgentSource = Callable[["Runtime", Any], Awaitable[AgentCommit]]
+
+
+async def no_agent_commit(_runtime: Runtime, _call: Any) -> AgentCommit:
+    return AgentCommit()

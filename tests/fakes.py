@@ -1,0 +1,248 @@
+"""Fakes that drive the real ``TurnLoop`` in milliseconds (livekit's ``tests/fake_llm.py``,
+pipecat's ``run_test``): a phone line, a brain, a transcriber, a synthesizer and a turn detector.
+
+The real ``Listener`` and ``Speaker`` run in between. The caller's "audio" carries its words:
+a frame ``B`` starts speech, a frame ``E<text>`` ends the turn, and the fake transcriber reads
+the text back out of the turn's audio. The fake synthesizer makes a millisecond of silence per
+character, so a line is "heard" for as long as the test wants.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from callplane.brain import BrainError, ReplyEvent, TextDelta, ToolCall
+from callplane.engine.agent import AgentSpec
+from callplane.engine.listening import Listener
+from callplane.engine.speaking import Speaker
+from callplane.engine.turn_loop import TranscriptLog, TurnLoop
+from callplane.speech.base import Segment, Synthesizer, Transcriber
+from callplane.speech.vad import SpeechStarted, TurnEnded, TurnEvent
+from callplane.telephony.base import (
+    SAMPLE_RATE,
+    SAMPLE_WIDTH,
+    AudioFrame,
+    Connection,
+    EndedBy,
+    Frame,
+)
+
+#: Bounds every wait of a test: a regression hangs for this long, then fails.
+PATIENCE = 5.0
+
+
+class FakeConnection(Connection):
+    def __init__(self, answered_by: Any = "human") -> None:
+        super().__init__(media="audio", answered_by=answered_by)
+        self._incoming: asyncio.Queue[Frame | None] = asyncio.Queue()
+        self._ended = asyncio.Event()
+        #: (when, frame) of everything the agent played.
+        self.played: list[tuple[float, Frame]] = []
+        self.interruptions = 0
+        self.hung_up_at: float | None = None
+
+    def send(self, pcm: bytes) -> None:
+        self._incoming.put_nowait(AudioFrame(pcm))
+
+    def remote_hangup(self) -> None:
+        self._end("remote")
+
+    def _end(self, by: EndedBy) -> None:
+        if self._ended.is_set():
+            return
+        self.ended_by = by
+        self.hung_up_at = time.monotonic()
+        self._ended.set()
+        self._incoming.put_nowait(None)
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        while (frame := await self._incoming.get()) is not None:
+            yield frame
+
+    async def play(self, frame: Frame) -> None:
+        if not self._ended.is_set():
+            self.played.append((time.monotonic(), frame))
+
+    async def interrupt(self) -> None:
+        self.interruptions += 1
+
+    async def hangup(self) -> None:
+        self._end("local")
+
+    async def wait_ended(self) -> EndedBy:
+        await self._ended.wait()
+        assert self.ended_by is not None
+        return self.ended_by
+
+
+class FakeDetector:
+    """The turn detector, reading the caller's marked frames instead of voice activity."""
+
+    def push(self, pcm: bytes) -> list[TurnEvent]:
+        if pcm.startswith(b"B"):
+            return [SpeechStarted()]
+        if pcm.startswith(b"E"):
+            return [TurnEnded(audio=pcm[1:], silence_seconds=0.0)]
+        return []
+
+
+class FakeTranscriber(Transcriber):
+    def __init__(self) -> None:
+        self.hints: list[tuple[str, ...]] = []
+
+    def transcribe(
+        self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
+    ) -> list[Segment]:
+        self.hints.append(tuple(hints))
+        text = pcm.decode()
+        return [Segment(text=text, start=0.0, end=0.1, confidence=1.0)] if text else []
+
+
+class FakeSynthesizer(Synthesizer):
+    def __init__(self, ms_per_char: float = 1.0) -> None:
+        self.ms_per_char = ms_per_char
+        self.spoken: list[str] = []
+
+    def synthesize(self, text: str, sample_rate: int) -> bytes:
+        self.spoken.append(text)
+        samples = max(1, int(len(text) * self.ms_per_char * sample_rate / 1000))
+        return bytes(samples * SAMPLE_WIDTH)
+
+
+@dataclass
+class FakeBrain:
+    """Answers each turn with the next scripted reply: text (streamed word by word), a list of
+    events, or a ``BrainError``; ``delay`` before the first token."""
+
+    replies: list[str | list[ReplyEvent] | BrainError] = field(default_factory=list)
+    delay: float = 0.0
+    #: (messages, model, temperature) of every request.
+    requests: list[tuple[list[dict[str, Any]], str | None, float | None]] = field(
+        default_factory=list
+    )
+    closed: bool = False
+
+    async def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+    ) -> str:
+        self.requests.append((list(messages), model, temperature))
+        return "A summary."
+
+    async def stream_reply(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[dict[str, Any]] = (),
+        model: str | None = None,
+        temperature: float | None = None,
+    ) -> AsyncIterator[ReplyEvent]:
+        self.requests.append((list(messages), model, temperature))
+        reply = self.replies.pop(0) if self.replies else "Okay."
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if isinstance(reply, BrainError):
+            raise reply
+        if isinstance(reply, str):
+            for word in reply.split(" "):
+                yield TextDelta(word + " ")
+                await asyncio.sleep(0)
+            return
+        for event in reply:
+            yield event
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def end_call(text: str) -> list[ReplyEvent]:
+    """A reply that says ``text`` and then asks to hang up."""
+    return [TextDelta(text), ToolCall("end_call", {"reason": "done"})]
+
+
+@dataclass
+class Conversation:
+    """One conversation on the fakes: start it, act as the caller, await its end."""
+
+    spec: AgentSpec = field(default_factory=AgentSpec)
+    brain: FakeBrain | None = None
+    answered_by: str = "human"
+    ms_per_char: float = 1.0
+    connection: FakeConnection = field(init=False)
+    synthesizer: FakeSynthesizer = field(init=False)
+    transcriber: FakeTranscriber = field(init=False)
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    _task: asyncio.Task[str] | None = None
+
+    def __post_init__(self) -> None:
+        self.connection = FakeConnection(self.answered_by)
+        self.synthesizer = FakeSynthesizer(self.ms_per_char)
+        self.transcriber = FakeTranscriber()
+
+    def start(self) -> Conversation:
+        began = time.monotonic()
+
+        async def report(type_: str, data: dict[str, Any]) -> None:
+            self.events.append((type_, data))
+
+        loop = TurnLoop(
+            connection=self.connection,
+            listener=Listener(
+                self.connection,
+                transcriber=self.transcriber,
+                hints=self.spec.keyterms,
+                detector=FakeDetector,
+            ),
+            speaker=Speaker(self.connection, self.synthesizer),
+            transcript=TranscriptLog(self.transcript, lambda: time.monotonic() - began),
+            spec=self.spec,
+            brain=self.brain,
+            report=report,
+            answered_by=self.answered_by,
+            latencies=self.latencies,
+        )
+        self._task = asyncio.create_task(loop.run())
+        return self
+
+    # The caller.
+
+    def begins_speaking(self) -> None:
+        self.connection.send(b"B")
+
+    def says(self, text: str) -> None:
+        self.connection.send(b"B")
+        self.connection.send(b"E" + text.encode())
+
+    def hangs_up(self) -> None:
+        self.connection.remote_hangup()
+
+    # Waiting.
+
+    async def ended(self) -> str:
+        assert self._task is not None
+        return await asyncio.wait_for(asyncio.shield(self._task), PATIENCE)
+
+    async def until(self, condition: Any) -> None:
+        """Until ``condition()`` holds (polled; bounded by PATIENCE)."""
+        deadline = time.monotonic() + PATIENCE
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError("the conversation never got there")
+            await asyncio.sleep(0.002)
+
+    def lines(self, role: str = "assistant") -> list[str]:
+        return [e["text"] for e in self.transcript if e["role"] == role and e.get("text")]
+
+    def audio_seconds(self) -> float:
+        return sum(len(f.pcm) for _, f in self.connection.played if isinstance(f, AudioFrame)) / (
+            SAMPLE_RATE * SAMPLE_WIDTH
+        )
