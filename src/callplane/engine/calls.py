@@ -119,9 +119,16 @@ async def place_call(engine: Engine, call: Call, ref: CallRef) -> None:
     await converse(engine, started, ref, connection)
 
 
-async def converse(engine: Engine, call: Call, ref: CallRef, connection: Connection) -> None:
-    """Hold the conversation of an answered call, then complete it (in_progress → completed)."""
-    context = CallContext.from_call(call)
+async def converse(
+    engine: Engine,
+    call: Call,
+    ref: CallRef,
+    connection: Connection,
+    context: CallContext | None = None,
+) -> None:
+    """Hold the conversation of an answered call, then complete it (in_progress → completed).
+    ``context`` lets a caller watch the transcript as it grows (a web call's live view)."""
+    context = context or CallContext.from_call(call)
     reason = "the far end hung up"
     # The maximum length counts from the answer: listening for who answered is part of the call.
     answered_for = (utcnow() - call.started_at).total_seconds() if call.started_at else 0.0

@@ -1,0 +1,322 @@
+"""Web calls over HTTP (DESIGN §16): tokens, the offer/answer exchange, and every way a web
+call's input can be wrong. The browser is an aiortc peer here (``tests/web_call_peer.py``);
+``test_web_calls_browser.py`` makes the same call from a real Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import update
+
+from callplane.models.base import utcnow
+from callplane.models.web_calls import WebCallToken
+from tests.conftest import AppFactory, client_for
+from tests.factories import OrgHandle, load, make_org, runtime_of
+from tests.web_call_peer import Peer
+
+AGENT = "6f1c2a1e-8a43-4c39-9a55-1d2f3e4a5b01"
+OTHER_AGENT = "7a2d3b2f-9b54-4d4a-8b66-2e3f4a5b6c02"
+ORIGIN = "https://shop.example.com"
+TERMINAL = {"completed", "failed", "no_answer", "busy", "cancelled"}
+
+
+async def _app(make_app: AppFactory, **overrides: Any) -> Any:
+    return await make_app(web_call_connect_seconds=10, **overrides)
+
+
+async def _org_with_agent(app: Any, name: str = "Acme", agent: str = AGENT) -> OrgHandle:
+    org = await make_org(app, name)
+    number = 1 if agent == AGENT else 2  # agents' integer ids are unique across organizations
+    await load(app, org, {"agents": [{"id": number, "uuid": agent, "name": "Front desk"}]})
+    return org
+
+
+async def _token(client: httpx.AsyncClient, org: OrgHandle, **body: Any) -> str:
+    body = {"agent_id": AGENT, "allowed_origin": ORIGIN, **body}
+    response = await client.post("/v1/web_calls/tokens", json=body, headers=org.headers)
+    assert response.status_code == 201, response.text
+    token: str = response.json()["token"]
+    return token
+
+
+def _with_token(token: str, origin: str = ORIGIN) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", "Origin": origin}
+
+
+async def _offer() -> tuple[Peer, str]:
+    peer = Peer()
+    return peer, await peer.offer()
+
+
+async def _until(
+    client: httpx.AsyncClient, org: OrgHandle, call_id: str, within: float = 30
+) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while True:
+        response = await client.get(f"/v1/calls/{call_id}", headers=org.headers)
+        assert response.status_code == 200, response.text
+        call: dict[str, Any] = response.json()["call"]
+        if call["status"] in TERMINAL:
+            return call
+        assert time.monotonic() < deadline, f"call stuck in {call['status']}"
+        await asyncio.sleep(0.1)
+
+
+def _status_error(response: httpx.Response, code: int, mentions: str) -> None:
+    assert response.status_code == code, response.text
+    body = response.json()
+    assert body["status"] == "error" and body["success"] is False
+    assert mentions in body["error"], body
+
+
+# -- tokens --------------------------------------------------------------------------------
+
+
+async def test_a_token_is_short_lived_and_names_an_agent_of_the_organization(make_app):
+    app = await _app(make_app)
+    org = await _org_with_agent(app)
+    async with client_for(app) as client:
+        response = await client.post(
+            "/v1/web_calls/tokens",
+            json={"agent_id": AGENT, "allowed_origin": ORIGIN, "params": {"order": 7}},
+            headers=org.headers,
+        )
+        assert response.status_code == 201, response.text
+        body = response.json()
+        assert body["token"].startswith("cpw_") and len(body["token"]) > 40
+        assert set(body) == {"token", "expires_at"}
+
+        unknown = await client.post(
+            "/v1/web_calls/tokens",
+            json={"agent_id": OTHER_AGENT, "allowed_origin": ORIGIN},
+            headers=org.headers,
+        )
+        _status_error(unknown, 422, "agent_id")
+        for bad in (
+            {"allowed_origin": "https://shop.example.com/page"},
+            {"allowed_origin": "javascript:alert(1)"},
+            {"allowed_origin": "*"},
+            {"expires_in_seconds": 301},
+            {"agent_branch_name": "main", "agent_commit_id": "abc"},
+        ):
+            refused = await client.post(
+                "/v1/web_calls/tokens",
+                json={"agent_id": AGENT, "allowed_origin": ORIGIN, **bad},
+                headers=org.headers,
+            )
+            assert refused.status_code == 422, (bad, refused.text)
+        anonymous = await client.post(
+            "/v1/web_calls/tokens", json={"agent_id": AGENT, "allowed_origin": ORIGIN}
+        )
+        _status_error(anonymous, 401, "Authorization")
+
+
+# -- bad offers ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sdp", "mentions"),
+    [
+        ("hello", "sdp"),
+        ("v=0\r\n" + "a=x\r\n" * 10_000, "sdp"),
+        ("\x00\x01garbage\r\nm=audio", "sdp"),
+    ],
+)
+async def test_an_sdp_that_is_garbage_or_huge_is_a_422(make_app, sdp, mentions):
+    app = await _app(make_app)
+    org = await _org_with_agent(app)
+    async with client_for(app) as client:
+        response = await client.post(
+            "/v1/web_calls", json={"agent_id": AGENT, "sdp": sdp}, headers=org.headers
+        )
+        _status_error(response, 422, mentions)
+        listed = (await client.get("/v1/calls", headers=org.headers)).json()
+    assert listed["total_count"] == 0
+
+
+async def test_an_offer_without_audio_is_a_422_and_writes_nothing(make_app):
+    app = await _app(make_app)
+    org = await _org_with_agent(app)
+    peer = Peer(audio=False)  # a data channel only
+    offer = await peer.offer()
+    try:
+        async with client_for(app) as client:
+            token = await _token(client, org)
+            response = await client.post(
+                "/v1/web_calls", json={"sdp": offer}, headers=_with_token(token)
+            )
+            _status_error(response, 422, "no audio")
+            listed = (await client.get("/v1/calls", headers=org.headers)).json()
+            # The token was not spent on a refused offer.
+            again = await client.post(
+                "/v1/web_calls", json={"sdp": "v=0"}, headers=_with_token(token)
+            )
+    finally:
+        await peer.close()
+    assert listed["total_count"] == 0
+    assert again.status_code == 422
+
+
+async def test_an_unknown_agent_or_a_missing_one_is_a_422_naming_agent_id(make_app):
+    app = await _app(make_app)
+    org = await _org_with_agent(app)
+    other = await _org_with_agent(app, "Other", OTHER_AGENT)
+    async with client_for(app) as client:
+        for body in ({"agent_id": OTHER_AGENT, "sdp": "v=0"}, {"sdp": "v=0"}):
+            response = await client.post("/v1/web_calls", json=body, headers=org.headers)
+            _status_error(response, 422, "agent_id")
+        # The other organization's agent is unknown here.
+        theirs = await client.post(
+            "/v1/web_calls/tokens",
+            json={"agent_id": AGENT, "allowed_origin": ORIGIN},
+            headers=other.headers,
+        )
+        _status_error(theirs, 422, "agent_id")
+
+
+# -- tokens used wrongly -------------------------------------------------------------------
+
+
+async def test_a_token_is_spent_once_from_its_origin_only(make_app):
+    app = await _app(make_app)
+    org = await _org_with_agent(app)
+    peer, offer = await _offer()
+    try:
+        async with client_for(app) as client:
+            token = await _token(client, org, params={"cart": "A12"})
+            elsewhere = await client.post(
+                "/v1/web_calls",
+                json={"sdp": offer},
+                headers=_with_token(token, "https://evil.example.net"),
+            )
+            _status_error(elsewhere, 401, "token")
+            no_origin = await client.post(
+                "/v1/web_calls", json={"sdp": offer}, headers={"Authorization": f"Bearer {token}"}
+            )
+            _status_error(no_origin, 401, "token")
+            fixed = await client.post(
+                "/v1/web_calls",
+                json={"sdp": offer, "params": {"cart": "forged"}},
+                headers=_with_token(token),
+            )
+            _status_error(fixed, 422, "params")
+
+            first = await client.post(
+                "/v1/web_calls", json={"sdp": offer}, headers=_with_token(token)
+            )
+            assert first.status_code == 201, first.text
+            assert first.headers["access-control-allow-origin"] == ORIGIN
+            answer = first.json()
+            assert set(answer) == {"call_id", "sdp"}
+            assert "m=audio" in answer["sdp"]
+
+            replayed = await client.post(
+                "/v1/web_calls", json={"sdp": offer}, headers=_with_token(token)
+            )
+            _status_error(replayed, 401, "token")
+            assert replayed.headers["www-authenticate"].startswith("Bearer")
+
+            call = (await client.get(f"/v1/calls/{answer['call_id']}", headers=org.headers)).json()[
+                "call"
+            ]
+            assert call["direction"] == "web" and call["status"] == "in_progress"
+            assert call["to_number"] is None and call["from_number"] is None
+            assert call["agent_id"] == AGENT and call["params"] == {"cart": "A12"}
+            # The browser goes away without ever connecting: the call still ends.
+            await peer.close()
+            ended = await _until(client, org, answer["call_id"])
+    finally:
+        await peer.close()
+    assert ended["status"] == "completed"
+
+
+async def test_an_expired_token_or_another_organizations_is_refused(make_app):
+    app = await _app(make_app)
+    org = await _org_with_agent(app)
+    other = await _org_with_agent(app, "Other", OTHER_AGENT)
+    peer, offer = await _offer()
+    try:
+        async with client_for(app) as client:
+            token = await _token(client, org)
+            async with runtime_of(app).db.session(write=True) as session:
+                await session.execute(
+                    update(WebCallToken)
+                    .where(WebCallToken.organization_id == org.id)
+                    .values(expires_at=utcnow() - timedelta(seconds=1))
+                )
+                await session.commit()
+            expired = await client.post(
+                "/v1/web_calls", json={"sdp": offer}, headers=_with_token(token)
+            )
+            _status_error(expired, 401, "token")
+            garbage = await client.post(
+                "/v1/web_calls", json={"sdp": offer}, headers=_with_token("cpw_" + "x" * 43)
+            )
+            _status_error(garbage, 401, "token")
+
+            # The other organization's token makes the other organization's call: this one
+            # cannot see it, and the other's key cannot use this one's agent.
+            theirs = await _token(client, other, agent_id=OTHER_AGENT)
+            made = await client.post(
+                "/v1/web_calls", json={"sdp": offer}, headers=_with_token(theirs)
+            )
+            assert made.status_code == 201, made.text
+            call_id = made.json()["call_id"]
+            hidden = await client.get(f"/v1/calls/{call_id}", headers=org.headers)
+            assert hidden.status_code == 404
+            seen = (await client.get(f"/v1/calls/{call_id}", headers=other.headers)).json()
+            assert seen["call"]["agent_id"] == OTHER_AGENT
+            await peer.close()
+            await _until(client, other, call_id)
+    finally:
+        await peer.close()
+
+
+async def test_the_preflight_allows_only_an_origin_a_live_token_names(make_app):
+    app = await _app(make_app)
+    org = await _org_with_agent(app)
+    preflight = {"Access-Control-Request-Method": "POST"}
+    async with client_for(app) as client:
+        before = await client.options("/v1/web_calls", headers={**preflight, "Origin": ORIGIN})
+        assert "access-control-allow-origin" not in before.headers
+        await _token(client, org)
+        allowed = await client.options("/v1/web_calls", headers={**preflight, "Origin": ORIGIN})
+        assert allowed.headers["access-control-allow-origin"] == ORIGIN
+        assert "Authorization" in allowed.headers["access-control-allow-headers"]
+        other = await client.options(
+            "/v1/web_calls", headers={**preflight, "Origin": "https://evil.example.net"}
+        )
+        assert "access-control-allow-origin" not in other.headers
+
+
+# -- a whole call, and a silent one ----------------------------------------------------------
+
+
+async def test_a_microphone_that_sends_only_silence_is_hung_up(make_app):
+    app = await _app(make_app, web_call_silence_seconds=2)
+    org = await _org_with_agent(app)
+    peer, offer = await _offer()  # the peer's track is silence from start to end
+    try:
+        async with client_for(app) as client:
+            response = await client.post(
+                "/v1/web_calls", json={"agent_id": AGENT, "sdp": offer}, headers=org.headers
+            )
+            assert response.status_code == 201, response.text
+            await peer.accept(response.json()["sdp"])
+            call = await _until(client, org, response.json()["call_id"], within=60)
+            events = (
+                await client.get(f"/v1/calls/{call['id']}/events", headers=org.headers)
+            ).json()["events"]
+    finally:
+        await peer.close()
+    assert call["status"] == "completed"
+    assert call["direction"] == "web"
+    assert call["recording_presigned_url"], "a connected call is recorded"
+    ended = [e for e in events if e["type"] == "call.ended"]
+    assert ended and ended[0]["data"]["reason"] == "the agent hung up"
+    assert [e["type"] for e in events][:1] == ["call.in_progress"]
