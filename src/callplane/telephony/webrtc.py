@@ -65,6 +65,8 @@ MAX_OFFER_CHARS = 32_768
 #: RMS above which a 20 ms frame counts as sound for the silence timeout (about -40 dBFS: a
 #: fake or muted microphone sends zeros, a quiet room a few tens).
 SOUND_RMS = 300.0
+#: How long the last data channel message is given to leave before the connection closes.
+CLOSE_FLUSH_SECONDS = 0.2
 #: As ``telephony.media``: a consumer that stops reading must not grow memory without bound.
 MAX_QUEUED_FRAMES = 1500
 
@@ -318,6 +320,12 @@ class WebRtcConnection(Connection):
         self._ended.set()
         self._incoming_ready.set()
         self.track.stop()
+        if self._channel is not None and self._channel.readyState == "open":
+            # The page learns at once that the call is over (a closed peer connection is only
+            # noticed by the browser after its consent checks fail, seconds later).
+            with contextlib.suppress(Exception):
+                self._channel.send(json.dumps({"type": "ended", "by": ended_by}))
+                await asyncio.sleep(CLOSE_FLUSH_SECONDS)
         current = asyncio.current_task()
         for task in list(self._tasks):
             if task is not current:
