@@ -320,3 +320,97 @@ async def test_a_microphone_that_sends_only_silence_is_hung_up(make_app):
     ended = [e for e in events if e["type"] == "call.ended"]
     assert ended and ended[0]["data"]["reason"] == "the agent hung up"
     assert [e["type"] for e in events][:1] == ["call.in_progress"]
+
+
+async def test_listed_cors_origins_leave_web_calls_to_their_tokens(make_app):
+    app = await _app(make_app, cors_origins="https://admin.example.com")
+    org = await _org_with_agent(app)
+    preflight = {"Access-Control-Request-Method": "POST"}
+    async with client_for(app) as client:
+        await _token(client, org)
+        allowed = await client.options("/v1/web_calls", headers={**preflight, "Origin": ORIGIN})
+        listed = await client.options(
+            "/v1/web_calls", headers={**preflight, "Origin": "https://admin.example.com"}
+        )
+        calls = await client.options(
+            "/v1/calls", headers={**preflight, "Origin": "https://admin.example.com"}
+        )
+    assert allowed.headers["access-control-allow-origin"] == ORIGIN
+    # A listed origin is the API key's business, not a web call token's.
+    assert "access-control-allow-origin" not in listed.headers
+    assert calls.headers["access-control-allow-origin"] == "https://admin.example.com"
+
+
+async def test_web_calls_are_listed_by_their_direction(make_app):
+    app = await _app(make_app)
+    org = await _org_with_agent(app)
+    peer, offer = await _offer()
+    try:
+        async with client_for(app) as client:
+            made = await client.post(
+                "/v1/web_calls",
+                json={"agent_id": AGENT, "agent_branch_name": "main", "sdp": offer},
+                headers=org.headers,
+            )
+            assert made.status_code == 201, made.text
+            await peer.close()
+            web = (await client.get("/v1/calls?direction=web", headers=org.headers)).json()
+            outbound = (
+                await client.get("/v1/calls?direction=outbound", headers=org.headers)
+            ).json()
+            await _until(client, org, made.json()["call_id"])
+    finally:
+        await peer.close()
+    assert [c["id"] for c in web["calls"]] == [made.json()["call_id"]]
+    assert web["calls"][0]["agent_branch_name"] == "main"
+    assert outbound["total_count"] == 0
+
+
+async def test_the_dashboard_mints_a_token_for_its_own_page_only(make_app):
+    from tests.dashboard_support import browser_client, csrf_of, make_person, sign_in
+
+    app = await _app(make_app)
+    org = await _org_with_agent(app)
+    other = await _org_with_agent(app, "Other", OTHER_AGENT)
+    person = await make_person(app, org)
+    async with browser_client(app) as browser:
+        await sign_in(browser, person.email, person.password)
+        page = await browser.get(f"/dashboard/agents/{AGENT}/talk?branch=main")
+        assert page.status_code == 200
+        assert "Talk to this agent" in page.text and "callplane-web.js" in page.text
+        csrf = csrf_of(page)
+        origin = "http://testserver"
+        minted = await browser.post(
+            f"/dashboard/agents/{AGENT}/talk/token?branch=main",
+            headers={"X-CSRF-Token": csrf, "Origin": origin},
+        )
+        assert minted.status_code == 201, minted.text
+        forged = await browser.post(
+            f"/dashboard/agents/{AGENT}/talk/token", headers={"Origin": origin}
+        )
+        theirs = await browser.get(f"/dashboard/agents/{OTHER_AGENT}/talk")
+        theirs_token = await browser.post(
+            f"/dashboard/agents/{OTHER_AGENT}/talk/token",
+            headers={"X-CSRF-Token": csrf, "Origin": origin},
+        )
+        script = await browser.get("/dashboard/static/callplane-web.js")
+    assert forged.status_code == 403
+    assert theirs.status_code == 404 and theirs_token.status_code == 404
+    assert script.status_code == 200 and "CallplaneWeb" in script.text
+    async with client_for(app) as client:
+        # The token works from the dashboard's origin, once, for this agent's branch.
+        peer, offer = await _offer()
+        try:
+            made = await client.post(
+                "/v1/web_calls",
+                json={"sdp": offer},
+                headers=_with_token(minted.json()["token"], origin),
+            )
+            assert made.status_code == 201, made.text
+            await peer.close()
+            call = await _until(client, org, made.json()["call_id"])
+        finally:
+            await peer.close()
+        assert call["agent_id"] == AGENT and call["agent_branch_name"] == "main"
+        hidden = await client.get(f"/v1/calls/{call['id']}", headers=other.headers)
+        assert hidden.status_code == 404
