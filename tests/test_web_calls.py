@@ -26,7 +26,8 @@ TERMINAL = {"completed", "failed", "no_answer", "busy", "cancelled"}
 
 
 async def _app(make_app: AppFactory, **overrides: Any) -> Any:
-    return await make_app(web_call_connect_seconds=10, **overrides)
+    # Browsers that go away without connecting are given up on soon.
+    return await make_app(web_call_connect_seconds=5, **overrides)
 
 
 async def _org_with_agent(app: Any, name: str = "Acme", agent: str = AGENT) -> OrgHandle:
@@ -414,3 +415,30 @@ async def test_the_dashboard_mints_a_token_for_its_own_page_only(make_app):
         assert call["agent_id"] == AGENT and call["agent_branch_name"] == "main"
         hidden = await client.get(f"/v1/calls/{call['id']}", headers=other.headers)
         assert hidden.status_code == 404
+
+
+async def test_two_requests_racing_with_one_token_make_one_call(make_app):
+    app = await _app(make_app)
+    org = await _org_with_agent(app)
+    peers = [Peer(), Peer()]
+    offers = [await peer.offer() for peer in peers]
+    try:
+        async with client_for(app) as client:
+            token = await _token(client, org)
+            responses = await asyncio.gather(
+                *(
+                    client.post("/v1/web_calls", json={"sdp": offer}, headers=_with_token(token))
+                    for offer in offers
+                )
+            )
+            assert sorted(r.status_code for r in responses) == [201, 401], [
+                r.text for r in responses
+            ]
+            for peer in peers:
+                await peer.close()
+            listed = (await client.get("/v1/calls", headers=org.headers)).json()
+            assert listed["total_count"] == 1
+            await _until(client, org, listed["calls"][0]["id"])
+    finally:
+        for peer in peers:
+            await peer.close()
