@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from sqlalchemy import update
 
@@ -442,3 +443,33 @@ async def test_two_requests_racing_with_one_token_make_one_call(make_app):
     finally:
         for peer in peers:
             await peer.close()
+
+
+async def test_the_recogniser_hears_the_browsers_wideband_audio() -> None:
+    from aiortc.mediastreams import MediaStreamError
+
+    from callplane.telephony.webrtc import WebRtcConnection, peer_connection
+    from tests.web_call_peer import PcmTrack
+
+    tone = np.sin(np.arange(48000) * 2 * np.pi * 440 / 48000) * 8000
+    track = PcmTrack(tone.astype("<i2").tobytes())
+
+    class OneSecond:
+        kind = "audio"
+        sent = 0
+
+        async def recv(self) -> Any:
+            if self.sent == 50:
+                raise MediaStreamError
+            self.sent += 1
+            return await track.recv()
+
+    connection = WebRtcConnection(peer_connection([]), call_ref="wideband")
+    await connection._hear(OneSecond())  # type: ignore[arg-type]
+    heard = b"".join([frame.pcm async for frame in connection.frames()])  # type: ignore[union-attr]
+    assert len(heard) > 15_000  # about a second at 8 kHz
+    turn = heard[4000:12000]
+    audio, rate = connection.recognition_audio(turn)
+    assert rate == 16000 and len(audio) == 2 * len(turn)
+    # A stretch the listener made up itself (its own gap silence) is recognised as heard.
+    assert connection.recognition_audio(b"\x01\x02" * 400) == (b"\x01\x02" * 400, 8000)

@@ -11,6 +11,7 @@ dashboard's "Talk to this agent" page. The outcome is printed as one JSON line.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import socket
@@ -32,6 +33,7 @@ from callplane.users.service import create_user
 from tests.browser import CHROMIUM_ARGS, run_elsewhere
 from tests.conftest import make_settings
 from tests.llm_stub import Reply, StubLLM
+from tests.web_call_peer import Peer
 
 HOST = "10.89.0.1"
 PEER = "10.89.0.2"
@@ -91,6 +93,26 @@ def _serve(settings: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
     return server, thread, url
 
 
+async def _warm_up(url: str, api_key: str) -> None:
+    """One short call first: the first web call of a process loads the speech recogniser, and
+    the browser's microphone (a file) plays on meanwhile."""
+    peer = Peer()
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+            response = await client.post(
+                "/v1/web_calls",
+                json={"agent_id": AGENT, "sdp": await peer.offer()},
+                headers={"Authorization": f"Bearer {api_key}"},
+            )
+            response.raise_for_status()
+        await peer.accept(response.json()["sdp"])
+        deadline = time.monotonic() + 30
+        while peer.pc.connectionState != "connected" and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+    finally:
+        await peer.close()
+
+
 def _voiced_seconds(wav_bytes: bytes) -> list[float]:
     """Seconds of sound (100 ms windows above a low RMS) on each channel of a recording."""
     with wave.open(io.BytesIO(wav_bytes)) as reader:
@@ -126,6 +148,7 @@ def main(args: dict[str, Any]) -> dict[str, Any]:
         )
         server, thread, url = _serve(settings)
         try:
+            run_elsewhere(lambda: _warm_up(url, api_key))
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(
                     executable_path=args["chromium"],

@@ -2,7 +2,8 @@
 
 aiortc (BSD) holds the peer connection. Media is Opus at 48 kHz on the wire; the engine hears
 and speaks the telephone band of ``telephony.base`` (8 kHz frames), so both directions go
-through libswresample (PyAV's ``AudioResampler``, band-limited, not sample dropping).
+through libswresample (PyAV's ``AudioResampler``, band-limited, not sample dropping). What the
+recogniser gets is resampled from the wire to 16 kHz instead (``recognition_audio``).
 
 ICE uses only the servers of CALLPLANE_ICE_SERVERS. aiortc falls back to a public STUN server
 when given none at all, so the configuration always names its list, empty by default: the
@@ -59,6 +60,10 @@ from callplane.telephony.recording import CallRecorder
 log = logging.getLogger("callplane.telephony.webrtc")
 
 WIRE_RATE = 48000
+#: What the recogniser hears (Whisper's own rate), and how much of it a call keeps: more than
+#: the longest turn the listener cuts (30 s).
+WIDEBAND_RATE = 16000
+WIDEBAND_KEEP_SECONDS = 45
 WIRE_FRAME_SAMPLES = WIRE_RATE * FRAME_MS // 1000
 #: An offer of a browser is a few kilobytes; anything much larger is not one.
 MAX_OFFER_CHARS = 32_768
@@ -139,6 +144,11 @@ class WebRtcConnection(Connection):
         self._channel: RTCDataChannel | None = None
         self._last_sound = time.monotonic()
         self._from_wire = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
+        # The same audio at the recogniser's rate, kept for the last turns (see
+        # ``recognition_audio``): byte n of the narrow track is byte 2n of the wide one.
+        self._to_wideband = av.AudioResampler(format="s16", layout="mono", rate=WIDEBAND_RATE)
+        self._narrow = bytearray()
+        self._wide = bytearray()
         self._to_wire = av.AudioResampler(format="s16", layout="mono", rate=WIRE_RATE)
         self._wire_out = bytearray()
         self._wire_pts = 0
@@ -225,6 +235,8 @@ class WebRtcConnection(Connection):
             while not self._ended.is_set():
                 frame = await track.recv()
                 assert isinstance(frame, av.AudioFrame)
+                for wide in self._to_wideband.resample(frame):
+                    self._wide += _pcm(wide)
                 for narrow in self._from_wire.resample(frame):
                     self._heard(_pcm(narrow))
         except MediaStreamError:
@@ -242,7 +254,30 @@ class WebRtcConnection(Connection):
         if float(np.sqrt(np.mean(samples * samples))) > SOUND_RMS:
             self._last_sound = time.monotonic()
         self._recorder.heard(pcm)
+        self._narrow += pcm
         self._deliver(pcm)
+
+    def _kept_silence(self, narrow_bytes: int) -> None:
+        """Silence the listener hears (the browser fell behind): in both kept tracks too."""
+        self._narrow += bytes(narrow_bytes)
+        self._wide += bytes(2 * narrow_bytes)
+
+    def recognition_audio(self, pcm: bytes) -> tuple[bytes, int]:
+        """The 16 kHz audio of a stretch the listener heard at 8 kHz, for the recogniser: the
+        browser sends wideband speech, and the telephone band would throw half of it away.
+        A stretch not found as heard (the listener filled a gap itself) stays as it is."""
+        excess = len(self._narrow) - WIDEBAND_KEEP_SECONDS * SAMPLE_RATE * 2
+        if excess > 0:
+            excess -= excess % 2
+            del self._narrow[:excess]
+            del self._wide[: 2 * excess]
+        at = self._narrow.rfind(pcm) if pcm else -1
+        if at < 0 or at % 2:
+            return pcm, SAMPLE_RATE
+        wide = bytes(self._wide[2 * at : 2 * (at + len(pcm))])
+        if len(wide) < 2 * len(pcm) - WIDEBAND_RATE // 10:  # the wide track is behind: keep
+            return pcm, SAMPLE_RATE
+        return wide, WIDEBAND_RATE
 
     def _deliver(self, pcm: bytes) -> None:
         data = self._partial + pcm
@@ -288,6 +323,7 @@ class WebRtcConnection(Connection):
                 pcm = bytes(FRAME_BYTES)
             gap = self._recorder.sent(pcm)
             if gap:
+                self._kept_silence(len(gap))
                 self._deliver(gap)
             for wide in self._to_wire.resample(_frame(pcm, SAMPLE_RATE)):
                 self._wire_out += _pcm(wide)
