@@ -52,6 +52,12 @@ class Peer:
         self.channel.on("message", lambda m: self.messages.append(json.loads(m)))
         if audio:
             self.pc.addTrack(PcmTrack(pcm))
+        self.connected = asyncio.Event()
+
+        @self.pc.on("connectionstatechange")
+        def changed() -> None:
+            if self.pc.connectionState == "connected":
+                self.connected.set()
 
     async def offer(self) -> str:
         await self.pc.setLocalDescription(await self.pc.createOffer())

@@ -12,6 +12,7 @@ dashboard's "Talk to this agent" page. The outcome is printed as one JSON line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import socket
@@ -106,9 +107,8 @@ async def _warm_up(url: str, api_key: str) -> None:
             )
             response.raise_for_status()
         await peer.accept(response.json()["sdp"])
-        deadline = time.monotonic() + 30
-        while peer.pc.connectionState != "connected" and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(peer.connected.wait(), 30)
     finally:
         await peer.close()
 
