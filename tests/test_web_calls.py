@@ -473,3 +473,59 @@ async def test_the_recogniser_hears_the_browsers_wideband_audio() -> None:
     assert rate == 16000 and len(audio) == 2 * len(turn)
     # A stretch the listener made up itself (its own gap silence) is recognised as heard.
     assert connection.recognition_audio(b"\x01\x02" * 400) == (b"\x01\x02" * 400, 8000)
+
+
+async def test_a_web_call_over_the_organizations_limit_is_a_429(make_app):
+    app = await _app(make_app, max_concurrent_calls=1)
+    org = await _org_with_agent(app)
+    peers = [Peer(), Peer()]
+    try:
+        async with client_for(app) as client:
+            first = await client.post(
+                "/v1/web_calls",
+                json={"agent_id": AGENT, "sdp": await peers[0].offer()},
+                headers=org.headers,
+            )
+            assert first.status_code == 201, first.text
+            second = await client.post(
+                "/v1/web_calls",
+                json={"agent_id": AGENT, "sdp": await peers[1].offer()},
+                headers=org.headers,
+            )
+            _status_error(second, 429, "")
+            assert int(second.headers["retry-after"]) > 0
+            for peer in peers:
+                await peer.close()
+            listed = (await client.get("/v1/calls", headers=org.headers)).json()
+            assert listed["total_count"] == 1
+            await _until(client, org, first.json()["call_id"])
+    finally:
+        for peer in peers:
+            await peer.close()
+
+
+async def test_the_page_hangs_up_over_the_data_channel(make_app):
+    app = await _app(make_app)
+    org = await _org_with_agent(app)
+    peer, offer = await _offer()
+    try:
+        async with client_for(app) as client:
+            made = await client.post(
+                "/v1/web_calls", json={"agent_id": AGENT, "sdp": offer}, headers=org.headers
+            )
+            assert made.status_code == 201, made.text
+            await peer.accept(made.json()["sdp"])
+            await asyncio.wait_for(peer.connected.wait(), 30)
+            await asyncio.wait_for(peer.opened.wait(), 30)
+            peer.channel.send('{"type": "hangup"}')
+            call = await _until(client, org, made.json()["call_id"])
+            events = (
+                await client.get(f"/v1/calls/{call['id']}/events", headers=org.headers)
+            ).json()["events"]
+    finally:
+        await peer.close()
+    assert call["status"] == "completed"
+    [ended] = [e for e in events if e["type"] == "call.ended"]
+    assert ended["data"]["reason"] == "the far end hung up"
+    # The page was told, before the connection closed.
+    assert {"type": "ended", "by": "remote"} in peer.messages

@@ -53,6 +53,8 @@ class Peer:
         if audio:
             self.pc.addTrack(PcmTrack(pcm))
         self.connected = asyncio.Event()
+        self.opened = asyncio.Event()
+        self.channel.on("open", self.opened.set)
 
         @self.pc.on("connectionstatechange")
         def changed() -> None:

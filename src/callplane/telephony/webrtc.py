@@ -70,6 +70,8 @@ MAX_OFFER_CHARS = 32_768
 #: RMS above which a 20 ms frame counts as sound for the silence timeout (about -40 dBFS: a
 #: fake or muted microphone sends zeros, a quiet room a few tens).
 SOUND_RMS = 300.0
+#: The page only ever says a few words on the data channel ({"type": "hangup"}).
+MAX_PAGE_MESSAGE_CHARS = 1024
 #: How long the last data channel message is given to leave before the connection closes.
 CLOSE_FLUSH_SECONDS = 0.2
 #: As ``telephony.media``: a consumer that stops reading must not grow memory without bound.
@@ -171,7 +173,7 @@ class WebRtcConnection(Connection):
 
             @channel.on("message")
             def on_message(message: object) -> None:
-                if isinstance(message, str) and '"hangup"' in message[:100]:
+                if _message_type(message) == "hangup":
                     self._spawn(self.end("remote"), "remote hangup")
 
         @pc.on("connectionstatechange")
@@ -412,6 +414,18 @@ class _AgentTrack(MediaStreamTrack):
             if wait > 0:
                 await asyncio.sleep(wait)
         return self._connection.next_wire_frame()
+
+
+def _message_type(message: object) -> str | None:
+    """The ``type`` of a JSON object message from the page (anything else: None)."""
+    if not isinstance(message, str) or len(message) > MAX_PAGE_MESSAGE_CHARS:
+        return None
+    try:
+        parsed = json.loads(message)
+    except ValueError:
+        return None
+    kind = parsed.get("type") if isinstance(parsed, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _frame(pcm: bytes, rate: int) -> av.AudioFrame:
