@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends
 from starlette.requests import Request
 from starlette.responses import Response
 
-from callplane.engine.web import WebCallHost
 from callplane.errors import InvalidInput, Unauthorized, Unavailable
 from callplane.http.auth import authenticate
 from callplane.http.deps import CurrentTenant, SessionDep, end_unit_of_work
@@ -35,6 +34,10 @@ from callplane.web_calls.schemas import (
     WebCallTokenCreate,
     WebCallTokenCreated,
 )
+
+if TYPE_CHECKING:
+    # The host is the app's (``app.state.web_calls``): only app.py and cli/ import the engine.
+    from callplane.engine.web import WebCallHost
 
 router = family_router(STATUS, tags=["web calls"])
 
