@@ -127,6 +127,15 @@ async def test_a_token_is_short_lived_and_names_an_agent_of_the_organization(mak
         ("hello", "sdp"),
         ("v=0\r\n" + "a=x\r\n" * 10_000, "sdp"),
         ("\x00\x01garbage\r\nm=audio", "sdp"),
+        ("v=0\r\n" + "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\n" * 500, "media sections"),
+        (
+            "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\n"
+            + "".join(
+                f"a=candidate:{n} 1 udp 2122260223 10.0.{n // 250}.{n % 250} 9 typ host\r\n"
+                for n in range(100)
+            ),
+            "candidates",
+        ),
     ],
 )
 async def test_an_sdp_that_is_garbage_or_huge_is_a_422(make_app, sdp, mentions):

@@ -67,6 +67,10 @@ WIDEBAND_KEEP_SECONDS = 45
 WIRE_FRAME_SAMPLES = WIRE_RATE * FRAME_MS // 1000
 #: An offer of a browser is a few kilobytes; anything much larger is not one.
 MAX_OFFER_CHARS = 32_768
+#: A page offers its microphone and a data channel; a few more sections are tolerated.
+MAX_MEDIA_SECTIONS = 8
+#: A browser offers a handful of candidates (one or two per interface and transport).
+MAX_CANDIDATES = 32
 #: RMS above which a 20 ms frame counts as sound for the silence timeout (about -40 dBFS: a
 #: fake or muted microphone sends zeros, a quiet room a few tens).
 SOUND_RMS = 300.0
@@ -120,6 +124,12 @@ def check_offer(sdp: str) -> None:
         raise BadOffer("sdp is not a valid session description") from None
     if not parsed.media:
         raise BadOffer("sdp offers no media")
+    if len(parsed.media) > MAX_MEDIA_SECTIONS:
+        # Each section costs a transceiver and its transports before anything is refused.
+        raise BadOffer(f"sdp offers more than {MAX_MEDIA_SECTIONS} media sections")
+    if sum(len(m.ice_candidates) for m in parsed.media) > MAX_CANDIDATES:
+        # Every candidate is an address our connectivity checks will send packets to.
+        raise BadOffer(f"sdp offers more than {MAX_CANDIDATES} ICE candidates")
     if not any(m.kind == "audio" and m.port != 0 for m in parsed.media):
         raise BadOffer("sdp offers no audio")
 
