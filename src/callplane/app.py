@@ -16,6 +16,7 @@ from callplane.contacts.purge import purge_task
 from callplane.custom_data.hot import HotRecords
 from callplane.dashboard import create_dashboard
 from callplane.engine.embedded import embedded_engine
+from callplane.engine.web import web_call_host
 from callplane.external_calls.hot import HotExternalCalls
 from callplane.http import errors, openapi
 from callplane.http.conventions import HttpConventions, add_cors, cors_origins, trusted_proxies
@@ -44,6 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(purge_task(runtime))
             app.state.engine = await stack.enter_async_context(embedded_engine(runtime))
+            app.state.web_calls = await stack.enter_async_context(web_call_host(runtime))
             yield
         await runtime.close()
 

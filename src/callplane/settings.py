@@ -119,3 +119,13 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    # Web calls (issue 28 item 3, DESIGN §16). ICE servers, comma-separated URLs (``stun:`` /
+    # ``turn:``) or a JSON list of {"urls", "username", "credential"}; empty: host candidates
+    # only, so no public STUN server is ever contacted.
+    ice_servers: str = ""
+    #: A web call whose browser has not connected (ICE and DTLS) this long after the answer ends.
+    web_call_connect_seconds: float = Field(default=20.0, gt=0)
+    #: A web call in which neither side made a sound for this long is hung up (a microphone left
+    #: open in a forgotten tab sends silence for ever).
+    web_call_silence_seconds: float = Field(default=120.0, gt=0)

@@ -85,7 +85,7 @@ async def list_calls(
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
     status: CallStatus | None = None,
-    direction: Literal["inbound", "outbound"] | None = None,
+    direction: Literal["inbound", "outbound", "web"] | None = None,
     created_after: UtcTimestamp | None = None,
     created_before: UtcTimestamp | None = None,
 ) -> Response:

@@ -21,6 +21,7 @@ from callplane.dashboard import (
     numbers,
     people,
     tables,
+    talk,
     webhooks,
 )
 from callplane.dashboard.rendering import build_environment, render
@@ -38,6 +39,7 @@ PAGES = (
     numbers.router,
     webhooks.router,
     keys.router,
+    talk.router,
 )
 
 # No inline script or style anywhere, so the policy can forbid both: injected markup cannot run.

@@ -122,11 +122,18 @@ async def place_call(board: Switchboard, call: Call, ref: CallRef) -> None:
     await converse(board, started, ref, connection)
 
 
-async def converse(board: Switchboard, call: Call, ref: CallRef, connection: Connection) -> None:
+async def converse(
+    board: Switchboard,
+    call: Call,
+    ref: CallRef,
+    connection: Connection,
+    context: CallContext | None = None,
+) -> None:
     """Hold the conversation of an answered call, then complete it (in_progress → completed).
     The turn loop ends it at the agent's maximum length (counted from the answer: listening
-    for who answered is part of the call)."""
-    context = CallContext.from_call(call)
+    for who answered is part of the call). ``context`` lets a caller watch the transcript as it
+    grows (a web call's live view)."""
+    context = context or CallContext.from_call(call)
     reason = "the far end hung up"
     try:
         reason = await hold_conversation(context, connection, board.services)

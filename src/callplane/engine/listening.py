@@ -152,9 +152,10 @@ class Listener:
     async def _recognise(self, pcm: bytes) -> str:
         if self._transcriber is None:
             return ""
+        audio, rate = self._connection.recognition_audio(pcm)
         try:
             segments = await asyncio.to_thread(
-                self._transcriber.transcribe, pcm, SAMPLE_RATE, hints=self._hints
+                self._transcriber.transcribe, audio, rate, hints=self._hints
             )
         except Exception:
             # One unrecognisable turn must not end the call: the caller can say it again.

@@ -88,11 +88,23 @@ def trusted_proxies(setting: str) -> list[str]:
     return _listed(setting)
 
 
+#: Paths that answer CORS themselves: a web call token names its own origin (``web_calls``).
+_OWN_CORS = ("/v1/web_calls",)
+
+
+class _ListedCors(CORSMiddleware):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].rstrip("/") in _OWN_CORS:
+            await self.app(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
 def add_cors(app: FastAPI, origins: list[str]) -> None:
     if not origins:
         return
     app.add_middleware(
-        CORSMiddleware,
+        _ListedCors,
         allow_origins=origins,
         allow_methods=CORS_METHODS,
         allow_headers=CORS_REQUEST_HEADERS,

@@ -54,6 +54,8 @@ TAGS: dict[str, str] = {
     "voices": "Voices the organization's agents can speak with.",
     "call tags": "Tags that classify calls.",
     "webhooks": "Endpoints that receive signed event notifications, and their delivery log.",
+    "web calls": "Talk to an agent from a browser over WebRTC, with an API key or a short-lived "
+    "single-use token a website holds instead of one.",
 }
 
 #: What the common query parameters mean, for routes that declare them without a description.

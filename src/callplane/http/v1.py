@@ -14,6 +14,7 @@ from callplane.feedback.router import router as feedback
 from callplane.phone_numbers.router import router as phone_numbers
 from callplane.recordings.router import router as recordings
 from callplane.voices.router import router as voices
+from callplane.web_calls.router import router as web_calls
 from callplane.webhooks.router import router as webhooks
 
 V1_ROUTERS: tuple[APIRouter, ...] = (
@@ -29,6 +30,7 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     voices,
     call_tags,
     webhooks,
+    web_calls,
 )
 
 

@@ -16,6 +16,7 @@ from callplane.models import (  # noqa: F401
     phone_numbers,
     users,
     voices,
+    web_calls,
     webhooks,
 )
 from callplane.models.base import Base

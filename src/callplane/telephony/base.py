@@ -127,6 +127,12 @@ class Connection(abc.ABC):
         """The call's audio, after it ended; ``None`` when the network records nothing."""
         return None
 
+    def recognition_audio(self, pcm: bytes) -> tuple[bytes, int]:
+        """What to recognise for ``pcm`` (a stretch of the frames heard), and its sample rate:
+        ``pcm`` itself by default; a network that hears more than the telephone band (a web
+        call) gives its wider-band audio of the same stretch."""
+        return pcm, SAMPLE_RATE
+
 
 ConversationRunner = Callable[[Connection], Awaitable[None]]
 InboundRouter = Callable[[InboundOffer], Awaitable[ConversationRunner | None]]
