@@ -80,6 +80,15 @@ class Settings(BaseSettings):
     webhook_retry_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
     webhook_allow_private_networks: bool = False
 
+    # SIP at scale: Kamailio in front of many workers (issue 26, DESIGN §17).
+    #: HOST or HOST:PORT a worker writes into its SDP and Contact (default: the listen address),
+    #: so that media flows straight between the caller and this worker, past the proxy.
+    sip_advertise: str | None = None
+    #: On SIGTERM a worker drains: how long its calls in progress may go on before hung up.
+    drain_seconds: float = Field(default=1800.0, ge=0)
+    #: A call whose far end sends no RTP for this long is ended (``completed``).
+    media_timeout_seconds: float = Field(default=30.0, gt=0)
+
     @field_validator("public_url")
     @classmethod
     def _strip_trailing_slash(cls, value: str) -> str:
@@ -111,6 +120,7 @@ class Settings(BaseSettings):
         "whisper_model_dir",
         "sip_trunk",
         "sip_advertised_host",
+        "sip_advertise",
         mode="before",
     )
     @classmethod

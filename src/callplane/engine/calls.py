@@ -132,6 +132,7 @@ async def converse(engine: Engine, call: Call, ref: CallRef, connection: Connect
         )
         if connection.ended_by != "remote":  # the agent hung up (end_call, apology)
             reason = "the agent hung up"
+        reason = connection.end_reason or reason  # the network knows better (media timeout)
     except TimeoutError:
         reason = "maximum call length reached"
     except asyncio.CancelledError:
