@@ -426,8 +426,8 @@ class SipAdapter(TelephonyAdapter):
                 self._uas._calls[call.call_id] = first
             first.trying()
             return
-        if not self._accepting:
-            call.reject(503, "Service Unavailable")
+        if not self._accepting:  # draining: the edge gives the call to another worker
+            self._reject(call, 503, "Service Unavailable")
             return
         keep_record_route(call)
         self._inbound[call.call_id] = call

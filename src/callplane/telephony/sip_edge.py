@@ -20,7 +20,7 @@ WORKER_SET = 1
 #: Seconds between SIP OPTIONS probes of every worker.
 PROBE_SECONDS = 2
 #: How long a worker may take to send anything (even 100 Trying) before the next one is tried.
-NO_ANSWER_MS = 2000
+NO_ANSWER_MS = 3000
 
 
 #: What may stand for a host in the config: an IPv4 address or a DNS name, nothing to escape.
@@ -106,8 +106,11 @@ loadmodule "xlog.so"
 loadmodule "jsonrpcs.so"
 loadmodule "dispatcher.so"
 
-# No FIFO or socket: the RPC is only used from this file, to add the workers at startup.
-modparam("jsonrpcs", "transport", 7)
+# FIFO and datagram transports with no name: none is opened. The RPC is only used from this
+# file, to add the workers at startup.
+modparam("jsonrpcs", "transport", 6)
+modparam("jsonrpcs", "fifo_name", "")
+modparam("jsonrpcs", "dgram_socket", "")
 
 # A worker that sends nothing at all within this time is skipped (the INVITE goes to the next).
 modparam("tm", "fr_timer", {no_answer_ms})
@@ -119,6 +122,8 @@ modparam("rr", "append_fromtag", 0)
 
 # The destinations are added by event_route[core:worker-one-init] below: no list file.
 modparam("dispatcher", "list_file", "/dev/null")
+# Each add is a reload: the workers are added one after the other, with no delay between.
+modparam("dispatcher", "reload_delta", 0)
 modparam("dispatcher", "flags", 2)
 modparam("dispatcher", "xavp_dst", "_dsdst_")
 modparam("dispatcher", "xavp_ctx", "_dsctx_")
@@ -127,7 +132,9 @@ modparam("dispatcher", "ds_ping_from", "sip:edge@{host}")
 modparam("dispatcher", "ds_ping_interval", {probe})
 # Probe every worker, not only those already marked down: a draining worker answers 503.
 modparam("dispatcher", "ds_probing_mode", 1)
-modparam("dispatcher", "ds_probing_threshold", 1)
+# Two failed probes in a row mark a worker down: a probe sent just before a worker restarted
+# times out after the next one found it up, and must not take it down again.
+modparam("dispatcher", "ds_probing_threshold", 2)
 modparam("dispatcher", "ds_inactive_threshold", 1)
 modparam("dispatcher", "ds_ping_reply_codes", "class=2")
 
@@ -135,6 +142,24 @@ modparam("dispatcher", "ds_ping_reply_codes", "class=2")
 
 event_route[core:worker-one-init] {{
 {adds}
+}}
+
+# What the probes find, one line each: a worker stopped or started taking calls.
+# (A probe's answer names the worker in $ru; a refused INVITE, in $du.)
+event_route[dispatcher:dst-down] {{
+    if ($du != $null) {{
+        xlog("L_WARN", "edge: worker $du is down\\n");
+    }} else {{
+        xlog("L_WARN", "edge: worker $ru is down\\n");
+    }}
+}}
+
+event_route[dispatcher:dst-up] {{
+    if ($du != $null) {{
+        xlog("L_INFO", "edge: worker $du is up\\n");
+    }} else {{
+        xlog("L_INFO", "edge: worker $ru is up\\n");
+    }}
 }}
 
 request_route {{
