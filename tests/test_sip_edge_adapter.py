@@ -257,3 +257,28 @@ async def test_unparseable_messages_are_one_structured_line_never_a_traceback(
     for record in warnings:
         assert record.__dict__["peer"] == f"127.0.0.1:{proxy.port}"
         assert record.__dict__["bytes"] == len(garbage)
+
+
+async def test_sip_advertise_is_the_contact_and_the_sdp_address(peers: tuple[Peer, Peer]) -> None:
+    from callplane.settings import Settings
+
+    _, caller = peers
+    settings = Settings(
+        sip_listen="127.0.0.1:0", sip_advertise="127.0.0.2:5999", sip_rtp_ports="20000-60000"
+    )
+    adapter = SipAdapter.from_settings(settings)
+
+    async def route(_offer: InboundOffer) -> ConversationRunner | None:
+        return holding(0.2, [])
+
+    await adapter.start(route)
+    try:
+        worker = adapter.listen_address
+        caller.send(invite(caller, worker, record_route=None), worker)
+        ok = await caller.response(200, "INVITE")
+        caller.send(ack_for(ok, caller), worker)
+        await caller.receive(within=5)  # the BYE
+    finally:
+        await adapter.stop()
+    assert header(ok, "Contact") == "<sip:127.0.0.2:5999>"
+    assert "c=IN IP4 127.0.0.2" in ok  # media goes straight to the worker

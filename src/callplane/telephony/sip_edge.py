@@ -19,8 +19,12 @@ from callplane.telephony.sip_config import parse_host_port
 WORKER_SET = 1
 #: Seconds between SIP OPTIONS probes of every worker.
 PROBE_SECONDS = 2
-#: How long a worker may take to send anything (even 100 Trying) before the next one is tried.
-NO_ANSWER_MS = 3000
+#: How long a worker may take to send anything (even 100 Trying) to an INVITE before the next
+#: one is tried. Generous: a worker answering late, after the INVITE went elsewhere, would answer
+#: a call that is already answered (a 2xx is always relayed).
+NO_ANSWER_MS = 5000
+#: How long a probe (or any other request) waits for an answer.
+PROBE_TIMEOUT_MS = 2000
 
 
 #: What may stand for a host in the config: an IPv4 address or a DNS name, nothing to escape.
@@ -56,6 +60,7 @@ def kamailio_cfg(listen: tuple[str, int], workers: Sequence[tuple[str, int]]) ->
         set=WORKER_SET,
         probe=PROBE_SECONDS,
         no_answer_ms=NO_ANSWER_MS,
+        probe_timeout_ms=PROBE_TIMEOUT_MS,
     )
 
 
@@ -112,8 +117,8 @@ modparam("jsonrpcs", "transport", 6)
 modparam("jsonrpcs", "fifo_name", "")
 modparam("jsonrpcs", "dgram_socket", "")
 
-# A worker that sends nothing at all within this time is skipped (the INVITE goes to the next).
-modparam("tm", "fr_timer", {no_answer_ms})
+# A probe unanswered this long has failed (an INVITE gets longer: t_set_fr below).
+modparam("tm", "fr_timer", {probe_timeout_ms})
 # Once a worker has answered 100 Trying it answers the call at once, or refuses it.
 modparam("tm", "fr_inv_timer", 30000)
 
@@ -204,6 +209,8 @@ request_route {{
         sl_send_reply("503", "No Worker Available");
         exit;
     }}
+    # A worker that sends nothing at all within this time is skipped (the INVITE goes on).
+    t_set_fr(30000, {no_answer_ms});
     t_on_failure("NEXT_WORKER");
     if (!t_relay()) {{
         sl_reply_error();
@@ -242,6 +249,7 @@ failure_route[NEXT_WORKER] {{
         xlog("L_INFO", "edge: $du did not take $ci ($T_reply_code); trying the next worker\\n");
         ds_mark_dst("ip");
         if (ds_next_dst()) {{
+            t_set_fr(30000, {no_answer_ms});
             t_on_failure("NEXT_WORKER");
             t_relay();
             exit;
