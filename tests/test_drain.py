@@ -29,6 +29,8 @@ async def test_a_second_sigterm_ends_the_drain_at_once(make_app, database_url, t
             call_id = await create_call(client, org, "+14155550100")
             await wait_for_call(client, org, call_id, {"in_progress"}, within=30)
             worker.process.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.5)
+            later = await create_call(client, org, "+14155550101")  # NOTIFY wakes the worker
             await asyncio.sleep(1.0)
             assert worker.process.returncode is None  # draining: the call goes on
             call = await wait_for_call(client, org, call_id, {"in_progress"})
@@ -36,12 +38,14 @@ async def test_a_second_sigterm_ends_the_drain_at_once(make_app, database_url, t
             code = await asyncio.wait_for(worker.process.wait(), 20)
             call = await wait_for_call(client, org, call_id)
             events = await events_of(client, org, call_id)
+            later_status = (await wait_for_call(client, org, later, {"enqueued"}))["status"]
     finally:
         await worker.cleanup()
     assert code == 0
     assert call["status"] == "completed"
     ended = [e["data"]["reason"] for e in events if e["type"] == "call.ended"]
     assert ended == ["the worker stopped"]
+    assert later_status == "enqueued"  # a draining worker claims nothing
 
 
 def _free_tcp_port() -> int:

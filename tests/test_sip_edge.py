@@ -118,13 +118,14 @@ async def _until(app: Any, org: OrgHandle, check: Any, within: float = 30) -> li
         await asyncio.sleep(0.1)
 
 
-async def _worker(database_url: str, directory: Path, port: int) -> WorkerProcess:
+async def _worker(database_url: str, directory: Path, port: int, rtp: str) -> WorkerProcess:
+    # Workers on one machine each have their own RTP range (deploy/kamailio/README.md).
     return await WorkerProcess.start(
         database_url,
         directory,
         telephony="sip",
         sip_listen=f"127.0.0.1:{port}",
-        sip_rtp_ports="20000-60000",
+        sip_rtp_ports=rtp,
         worker_lease_seconds=3,
         worker_poll_seconds=0.1,
     )
@@ -162,7 +163,10 @@ async def test_kamailio_spreads_calls_and_survives_a_drain_and_a_kill(
     org = await make_org(app)
     await load(app, org, {"phone_numbers": [{"number": NUMBER}]})
     ports = [free_udp_port(), free_udp_port()]
-    workers = [await _worker(database_url, tmp_path, port) for port in ports]
+    ranges = ["20000-29999", "30000-39999", "40000-49999"]
+    workers = [
+        await _worker(database_url, tmp_path, p, r) for p, r in zip(ports, ranges, strict=False)
+    ]
     try:
         async with running_edge([("127.0.0.1", p) for p in ports], tmp_path) as edge:
             # 1. Twenty calls: all answered, both workers take some.
@@ -196,7 +200,7 @@ async def test_kamailio_spreads_calls_and_survives_a_drain_and_a_kill(
             # 3. A new worker on the drained one's address: the edge's probes bring it back.
             seen = len(edge.log.read_bytes())
             port = ports[workers.index(drained)]
-            replacement = await _worker(database_url, tmp_path, port)
+            replacement = await _worker(database_url, tmp_path, port, ranges[2])
             workers.append(replacement)
             await _logged(edge.log, seen, f"edge: worker sip:127.0.0.1:{port} is up")
             # Two long calls (normally one on each); kill -9 the worker holding the first.

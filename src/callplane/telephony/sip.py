@@ -76,6 +76,8 @@ TIMEOUT_64T1 = 64 * T1
 #: What an OPTIONS answer says we take.
 ALLOW = "INVITE, ACK, BYE, CANCEL, OPTIONS"
 
+#: Ports tried for an inbound call's RTP before it is refused (488).
+RTP_BIND_ATTEMPTS = 3
 #: When stopping, how long the last calls' BYEs may wait for their answer.
 BYE_LINGER_SECONDS = 4 * T1
 
@@ -460,22 +462,33 @@ class SipAdapter(TelephonyAdapter):
         if runner is None:
             self._reject(call, 404, "Not Found")
             return
-        port, reservation = self._reserve_rtp_port()
-        try:
-            if call.sdp_offer is None:
-                raise SdpNegotiationError("the INVITE carries no SDP offer")
-            answer, chosen = negotiate_sdp(
-                call.sdp_offer, self._media_host, port, supported_codecs=list(CODECS)
-            )
-            remote = call.sdp_offer.rtp_address
-            if remote is None:
-                raise SdpNegotiationError("the offer names no RTP address")
-            rtp = await self._open_rtp(port, reservation, remote, chosen)
-        except (SdpNegotiationError, OSError) as exc:
-            release(reservation)
-            logger.warning("inbound SIP Call-ID %s: %s", ref, exc)
-            self._reject(call, 488, "Not Acceptable Here")
-            return
+        for attempt in range(RTP_BIND_ATTEMPTS):
+            port, reservation = self._reserve_rtp_port()
+            try:
+                if call.sdp_offer is None:
+                    raise SdpNegotiationError("the INVITE carries no SDP offer")
+                answer, chosen = negotiate_sdp(
+                    call.sdp_offer, self._media_host, port, supported_codecs=list(CODECS)
+                )
+                remote = call.sdp_offer.rtp_address
+                if remote is None:
+                    raise SdpNegotiationError("the offer names no RTP address")
+                rtp = await self._open_rtp(port, reservation, remote, chosen)
+                break
+            except OSError as exc:
+                # Another process on this machine took the port between our reservation and the
+                # bind (workers sharing one RTP range): nothing is answered yet, take another.
+                release(reservation)
+                if attempt < RTP_BIND_ATTEMPTS - 1:
+                    continue
+                logger.warning("inbound SIP Call-ID %s: %s", ref, exc)
+                self._reject(call, 488, "Not Acceptable Here")
+                return
+            except SdpNegotiationError as exc:
+                release(reservation)
+                logger.warning("inbound SIP Call-ID %s: %s", ref, exc)
+                self._reject(call, 488, "Not Acceptable Here")
+                return
         if ref in self._cancelled_inbound or self._transport is None:
             self._cancelled_inbound.discard(ref)
             await rtp.close()
