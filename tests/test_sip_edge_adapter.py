@@ -282,3 +282,24 @@ async def test_sip_advertise_is_the_contact_and_the_sdp_address(peers: tuple[Pee
         await adapter.stop()
     assert header(ok, "Contact") == "<sip:127.0.0.2:5999>"
     assert "c=IN IP4 127.0.0.2" in ok  # media goes straight to the worker
+
+
+async def test_an_invite_retransmitted_after_our_answer_is_not_a_new_dialog(
+    adapter: SipAdapter, peers: tuple[Peer, Peer]
+) -> None:
+    _, caller = peers
+
+    async def route(_offer: InboundOffer) -> ConversationRunner | None:
+        return holding(1.0, [])
+
+    await adapter.start(route)
+    worker = adapter.listen_address
+    request = invite(caller, worker, record_route=None)
+    caller.send(request, worker)
+    ok = await caller.response(200, "INVITE")
+    caller.send(request, worker)  # it crossed our 200 OK
+    again = await caller.receive(within=5)  # our 200, retransmitted until the ACK (no 481)
+    assert again.startswith("SIP/2.0 200 ") and header(again, "To") == header(ok, "To")
+    caller.send(ack_for(ok, caller), worker)
+    bye = await caller.receive(within=5)
+    assert bye.startswith("BYE ")

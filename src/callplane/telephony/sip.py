@@ -352,6 +352,8 @@ class SipAdapter(TelephonyAdapter):
         try:
             if isinstance(message, SipResponse):
                 self._on_response(message, addr)
+            elif self._answered_invite_again(message):
+                return  # our 200 OK is retransmitted until the ACK: that answers it
             assert self._uas is not None
             self._uas._on_message(message, addr)
         except UNPARSEABLE as exc:
@@ -362,6 +364,22 @@ class SipAdapter(TelephonyAdapter):
             log_unparseable(raw, addr, exc)
         except Exception:
             logger.exception("SIP message from %s:%d could not be handled", *addr)
+
+    def _answered_invite_again(self, request: SipRequest) -> bool:
+        """A retransmission of an INVITE we already answered (our 200 crossed it): aiosipua would
+        take it for a re-INVITE outside the dialog (no To tag) and answer 481."""
+        if request.method.upper() != "INVITE" or self._uas is None:
+            return False
+        to = request.to_addr
+        call = self._uas._calls.get(request.call_id or "")
+        if (
+            call is None
+            or (to is not None and to.tag)
+            or call.dialog.state is not DialogState.CONFIRMED
+        ):
+            return False
+        first, again = call.invite.cseq, request.cseq
+        return first is not None and again is not None and first.seq == again.seq
 
     def _on_response(self, response: SipResponse, addr: tuple[str, int]) -> None:
         call_id, cseq = response.call_id or "", response.cseq
