@@ -72,6 +72,10 @@ def watch_signals() -> Iterator[StopSignals]:
         before = previous[signal.Signals(signum)]
         if callable(before):
             before(signum, frame)
+        elif before != signal.SIG_IGN:
+            # Nobody would shut the app down on it (no uvicorn): the signal does what it did.
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
 
     for sig in SIGNALS:
         signal.signal(sig, handler)
