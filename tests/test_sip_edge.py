@@ -155,7 +155,7 @@ def _pid(worker: WorkerProcess) -> str:
     reason="many worker processes share one database: PostgreSQL only (DESIGN §10)",
 )
 @pytest.mark.postgres
-@pytest.mark.slow  # three worker processes and Kamailio: ~40 s, the only test of the edge
+@pytest.mark.slow  # three worker processes and Kamailio: about a minute; the edge end to end
 async def test_kamailio_spreads_calls_and_survives_a_drain_and_a_kill(
     make_app: AppFactory, database_url: str, tmp_path: Path
 ) -> None:
