@@ -137,8 +137,11 @@ async def start_sipp(
     remote: tuple[str, int] | None = None,
     service: str | None = None,
     timeout_seconds: int = 20,
+    calls: int = 1,
+    rate: float | None = None,
 ) -> Sipp:
-    """SIPp in server mode (no ``remote``) or calling ``remote`` once (dialling ``service``)."""
+    """SIPp in server mode (no ``remote``) or calling ``remote`` (dialling ``service``) once, or
+    ``calls`` times at ``rate`` calls a second."""
     assert SIPP is not None
     port = free_udp_port()
     media = free_udp_port(pair=True)
@@ -147,7 +150,9 @@ async def start_sipp(
     if remote is not None:
         args.append(f"{remote[0]}:{remote[1]}")
     args += ["-sf", str(scenario), "-i", "127.0.0.1", "-mi", "127.0.0.1"]
-    args += ["-p", str(port), "-mp", str(media), "-m", "1", "-nostdin"]
+    args += ["-p", str(port), "-mp", str(media), "-m", str(calls), "-nostdin"]
+    if rate is not None:
+        args += ["-r", f"{rate:g}", "-rp", "1000"]
     args += ["-timeout", f"{timeout_seconds}s", "-timeout_error"]
     args += ["-trace_err", "-error_file", str(errors)]
     args += ["-trace_screen", "-screen_file", str(errors.with_suffix(".screen.log"))]

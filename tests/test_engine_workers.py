@@ -167,6 +167,7 @@ async def test_past_the_grace_period_calls_are_hung_up_and_completed(
         tmp_path,
         simulated_call_seconds=60,
         worker_grace_seconds=0.3,
+        drain_seconds=0.3,  # a SIGTERM drains (DESIGN §17)
         worker_poll_seconds=0.05,
     )
     try:

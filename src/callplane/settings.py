@@ -82,6 +82,14 @@ class Settings(BaseSettings):
 
     # Retention (issue 23): call events and webhook deliveries older than this are purged.
     retention_days: int = Field(default=90, ge=1)
+    # SIP at scale: Kamailio in front of many workers (issue 26, DESIGN §17).
+    #: HOST or HOST:PORT a worker writes into its SDP and Contact (default: the listen address),
+    #: so that media flows straight between the caller and this worker, past the proxy.
+    sip_advertise: str | None = None
+    #: On SIGTERM a worker drains: how long its calls in progress may go on before hung up.
+    drain_seconds: float = Field(default=1800.0, ge=0)
+    #: A call whose far end sends no RTP for this long is ended (``completed``).
+    media_timeout_seconds: float = Field(default=30.0, gt=0)
 
     @field_validator("public_url")
     @classmethod
@@ -114,6 +122,7 @@ class Settings(BaseSettings):
         "whisper_model_dir",
         "sip_trunk",
         "sip_advertised_host",
+        "sip_advertise",
         mode="before",
     )
     @classmethod

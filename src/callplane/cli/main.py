@@ -17,6 +17,7 @@ import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.cli.common import fail, in_transaction, print_json
+from callplane.cli.sip import sip_app
 from callplane.cli.users import users_app
 from callplane.cli.worker import worker
 from callplane.kit.db import Database
@@ -33,6 +34,7 @@ keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 app.add_typer(orgs_app, name="orgs")
 app.add_typer(keys_app, name="keys")
 app.add_typer(users_app, name="users")
+app.add_typer(sip_app, name="sip")
 app.command()(worker)
 
 

@@ -2,14 +2,13 @@
 
 The database must be migrated (``callplane migrate``, or any ``serve``). Run as many as needed
 against one PostgreSQL database; they share the calls and webhook
-deliveries. SIGTERM or SIGINT stops it gracefully (calls in progress may finish for up to
-CALLPLANE_WORKER_GRACE_SECONDS).
+deliveries. SIGTERM or SIGINT drains it (``engine/drain.py``: calls in progress may finish for
+up to CALLPLANE_DRAIN_SECONDS); a second one ends it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
 from typing import Annotated
 
 import typer
@@ -24,6 +23,7 @@ def worker(
     ] = None,
 ) -> None:
     """Run the call engine: dispatch calls, hold conversations, deliver webhooks."""
+    from callplane.engine.drain import StopSignals, drain
     from callplane.engine.worker import Engine
     from callplane.kit.logs import configure_logging
     from callplane.runtime import Runtime
@@ -35,14 +35,11 @@ def worker(
         runtime = Runtime.build(settings)
         try:
             engine = Engine(runtime, concurrency=concurrency)
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, stop.set)
+            signals = StopSignals.install()
             await engine.start()
             typer.echo(f"callplane worker {engine.worker_id} running", err=True)
-            await stop.wait()
-            await engine.stop()
+            await signals.requested.wait()
+            await drain(engine, settings.drain_seconds, signals.hurry)
         finally:
             await runtime.close()
 

@@ -137,6 +137,7 @@ async def converse(
     reason = "the far end hung up"
     try:
         reason = await hold_conversation(context, connection, board.services)
+        reason = connection.end_reason or reason  # the network knows better (media timeout)
     except asyncio.CancelledError:
         reason = "the worker stopped"
         raise

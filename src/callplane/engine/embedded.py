@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from callplane.engine.drain import drain, watch_signals
 from callplane.engine.worker import Engine
 from callplane.runtime import Runtime
 
@@ -28,7 +29,11 @@ async def embedded_engine(runtime: Runtime) -> AsyncIterator[Engine | None]:
         return
     engine = Engine(runtime)
     await engine.start()
-    try:
-        yield engine
-    finally:
-        await engine.stop()
+    with watch_signals() as signals:
+        try:
+            yield engine
+        finally:
+            if signals.requested.is_set():  # serve got SIGTERM: drain as a worker does
+                await drain(engine, runtime.settings.drain_seconds, signals.hurry)
+            else:
+                await engine.stop()

@@ -102,6 +102,9 @@ class Connection(abc.ABC):
     #: the engine's detection on the first audio it hears.
     answered_by: AnsweredBy | None = None
     ended_by: EndedBy | None = field(default=None, init=False)
+    #: Why the network ended the call, when it knows more than ``ended_by`` says (the far
+    #: end's audio stopped: CALLPLANE_MEDIA_TIMEOUT_SECONDS); recorded in ``call.ended``.
+    end_reason: str | None = field(default=None, init=False)
 
     @abc.abstractmethod
     def frames(self) -> AsyncIterator[Frame]:

@@ -49,6 +49,7 @@ class SipConnection(Connection):
         *,
         call_ref: str,
         send_bye: Callable[[], Awaitable[None]],
+        media_timeout_seconds: float | None = None,
     ) -> None:
         super().__init__(media="audio")
         self.call_ref = call_ref
@@ -61,18 +62,54 @@ class SipConnection(Connection):
         self._ended = asyncio.Event()
         self._recorder = CallRecorder()
         self._sender: asyncio.Task[None] | None = None
+        self._media_timeout = media_timeout_seconds
+        self._watchdog: asyncio.Task[None] | None = None
+        self._last_heard = 0.0
+        # Set once the call is over *and* our BYE, if any, is on its way (see wait_closed).
+        self._closed = asyncio.Event()
+        self._saying_bye = False
         rtp.on_audio = self._on_audio
 
     def start(self) -> None:
-        self._sender = asyncio.get_running_loop().create_task(
-            self._send_loop(), name=f"rtp-send {self.call_ref}"
+        loop = asyncio.get_running_loop()
+        self._last_heard = loop.time()
+        self._sender = loop.create_task(self._send_loop(), name=f"rtp-send {self.call_ref}")
+        if self._media_timeout is not None:
+            self._watchdog = loop.create_task(
+                self._watch_media(self._media_timeout), name=f"rtp-watch {self.call_ref}"
+            )
+
+    async def _watch_media(self, limit: float) -> None:
+        """A far end that vanished without a BYE sends no more RTP: end the call after
+        ``limit`` seconds of silence on the wire (CALLPLANE_MEDIA_TIMEOUT_SECONDS)."""
+        loop = asyncio.get_running_loop()
+        while not self._ended.is_set():
+            quiet = loop.time() - self._last_heard
+            if quiet >= limit:
+                break
+            await asyncio.sleep(min(limit - quiet + 0.01, 1.0))
+        else:
+            return
+        self.end_reason = f"no audio from the far end for {limit:g} s"
+        logger.info(
+            "call %s: %s; hanging up",
+            self.call_ref,
+            self.end_reason,
+            extra={"call_ref": self.call_ref},
         )
+        self._saying_bye = True
+        try:
+            await self.end("remote")
+            await self._send_bye()
+        finally:
+            self._closed.set()
 
     # -- far end -> agent -----------------------------------------------------------------
 
     def _on_audio(self, pcm: bytes, _timestamp: int) -> None:
         if self._ended.is_set():
             return
+        self._last_heard = asyncio.get_running_loop().time()
         self._recorder.heard(pcm)
         self._deliver(pcm)
 
@@ -156,8 +193,12 @@ class SipConnection(Connection):
     async def hangup(self) -> None:
         if self._ended.is_set():
             return
-        await self.end("local")
-        await self._send_bye()
+        self._saying_bye = True
+        try:
+            await self.end("local")
+            await self._send_bye()
+        finally:
+            self._closed.set()
 
     async def end(self, ended_by: EndedBy) -> None:
         """Stop the media (idempotent); the adapter calls it when the far end hangs up."""
@@ -166,8 +207,9 @@ class SipConnection(Connection):
         self.ended_by = ended_by
         self._ended.set()
         self._incoming_ready.set()
-        if self._sender is not None and self._sender is not asyncio.current_task():
-            self._sender.cancel()
+        for task in (self._sender, self._watchdog):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
         await self._rtp.close()
         logger.info(
             "call %s: ended by %s after %.1f s",
@@ -176,6 +218,13 @@ class SipConnection(Connection):
             self._recorder.duration_seconds,
             extra={"call_ref": self.call_ref},
         )
+        if not self._saying_bye:
+            self._closed.set()
+
+    async def wait_closed(self) -> None:
+        """Return once the call is over and its signalling done with (the adapter keeps its
+        socket open until then, also when stopping)."""
+        await self._closed.wait()
 
     @property
     def ended(self) -> bool:

@@ -26,6 +26,14 @@ class Replayed(Connection):
     def ended_by(self, _value: EndedBy | None) -> None:
         """The inner connection's is the truth; the dataclass initialiser's write is ignored."""
 
+    @property
+    def end_reason(self) -> str | None:
+        return self.inner.end_reason
+
+    @end_reason.setter
+    def end_reason(self, _value: str | None) -> None:
+        """As ``ended_by``: the inner connection's is the truth."""
+
     async def frames(self) -> AsyncIterator[Frame]:
         while self._heard:
             yield self._heard.pop(0)

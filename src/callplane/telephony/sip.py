@@ -49,11 +49,14 @@ from callplane.telephony.base import (
 )
 from callplane.telephony.media import SipConnection
 from callplane.telephony.sip_config import Trunk, parse_host_port, parse_port_range
+from callplane.telephony.sip_dialog import hangup, keep_record_route
 from callplane.telephony.sip_wire import (
     CODECS,
+    UNPARSEABLE,
     USER_AGENT,
     UdpTransport,
     failure_ack,
+    log_unparseable,
     offer,
     release,
     resolve,
@@ -69,6 +72,14 @@ logger = logging.getLogger("callplane.telephony.sip")
 T1 = 0.5
 T2 = 4.0
 TIMEOUT_64T1 = 64 * T1
+
+#: What an OPTIONS answer says we take.
+ALLOW = "INVITE, ACK, BYE, CANCEL, OPTIONS"
+
+#: Ports tried for an inbound call's RTP before it is refused (488).
+RTP_BIND_ATTEMPTS = 3
+#: When stopping, how long the last calls' BYEs may wait for their answer.
+BYE_LINGER_SECONDS = 4 * T1
 
 BUSY = {486, 600}
 NO_ANSWER = {408, 480}
@@ -91,11 +102,15 @@ class SipAdapter(TelephonyAdapter):
         listen: tuple[str, int],
         rtp_ports: tuple[int, int],
         advertised_host: str | None = None,
+        advertised_port: int | None = None,
+        media_timeout_seconds: float | None = None,
     ) -> None:
         self.trunk = trunk
         self._listen = listen
         self._rtp_ports = rtp_ports
         self._advertised_host = advertised_host
+        self._advertised_port = advertised_port
+        self._media_timeout = media_timeout_seconds
         self._transport: UdpSipTransport | None = None
         self._media_address: str | None = None
         self._uac: SipUAC | None = None
@@ -111,14 +126,22 @@ class SipAdapter(TelephonyAdapter):
         self._refused: dict[str, tuple[IncomingCall, int, str]] = {}
         self._answered: dict[tuple[str, str], int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._signalling: tuple[str, int] | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SipAdapter:
+        advertised_host, advertised_port = settings.sip_advertised_host, None
+        if settings.sip_advertise:
+            # HOST or HOST:PORT; the port defaults to the one listened on.
+            advertised_host, port = parse_host_port(settings.sip_advertise, default_port=0)
+            advertised_port = port or None
         return cls(
             trunk=Trunk.parse(settings.sip_trunk) if settings.sip_trunk else None,
             listen=parse_host_port(settings.sip_listen, default_port=5060),
             rtp_ports=parse_port_range(settings.sip_rtp_ports),
-            advertised_host=settings.sip_advertised_host,
+            advertised_host=advertised_host,
+            advertised_port=advertised_port,
+            media_timeout_seconds=settings.media_timeout_seconds,
         )
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -154,15 +177,17 @@ class SipAdapter(TelephonyAdapter):
         await transport.start()
         self._transport = transport
         self._media_address = await self._find_media_host()
-        advertised = (self._media_host, transport.local_addr[1])
+        advertised = (self._media_host, self._advertised_port or transport.local_addr[1])
         uac = SipUAC(transport, advertised_addr=advertised)
         uas = SipUAS(transport, user_agent=USER_AGENT, uac=uac, advertised_addr=advertised)
         uas.on_invite = self._on_invite
         uas.on_bye = self._on_bye
         uas.on_cancel = self._on_cancel
         uas.on_ack_timeout = self._on_ack_timeout
+        uas.on_options = self._on_options
         # Responses pass through here first: the reliability aiosipua leaves to its user.
         transport.on_message = self._on_message
+        self._signalling = advertised
         self._transport, self._uac, self._uas = transport, uac, uas
         self._route = route_inbound
         self._accepting = True
@@ -257,7 +282,12 @@ class SipAdapter(TelephonyAdapter):
         if chosen not in CODECS:
             raise ValueError(f"the answer chose payload type {chosen}, neither PCMU nor PCMA")
         rtp = await self._open_rtp(port, reservation, answer.rtp_address, chosen)
-        connection = SipConnection(rtp, call_ref=ref, send_bye=lambda: self._hangup_outbound(call))
+        connection = SipConnection(
+            rtp,
+            call_ref=ref,
+            send_bye=lambda: self._hangup_outbound(call),
+            media_timeout_seconds=self._media_timeout,
+        )
         self._register(call.call_id, connection)
         return connection
 
@@ -322,10 +352,34 @@ class SipAdapter(TelephonyAdapter):
         try:
             if isinstance(message, SipResponse):
                 self._on_response(message, addr)
+            elif self._answered_invite_again(message):
+                return  # our 200 OK is retransmitted until the ACK: that answers it
             assert self._uas is not None
             self._uas._on_message(message, addr)
+        except UNPARSEABLE as exc:
+            # aiosipua parses headers when first read: a malformed one surfaces here.
+            raw = b""
+            with contextlib.suppress(Exception):
+                raw = bytes(message)
+            log_unparseable(raw, addr, exc)
         except Exception:
             logger.exception("SIP message from %s:%d could not be handled", *addr)
+
+    def _answered_invite_again(self, request: SipRequest) -> bool:
+        """A retransmission of an INVITE we already answered (our 200 crossed it): aiosipua would
+        take it for a re-INVITE outside the dialog (no To tag) and answer 481."""
+        if request.method.upper() != "INVITE" or self._uas is None:
+            return False
+        to = request.to_addr
+        call = self._uas._calls.get(request.call_id or "")
+        if (
+            call is None
+            or (to is not None and to.tag)
+            or call.dialog.state is not DialogState.CONFIRMED
+        ):
+            return False
+        first, again = call.invite.cseq, request.cseq
+        return first is not None and again is not None and first.seq == again.seq
 
     def _on_response(self, response: SipResponse, addr: tuple[str, int]) -> None:
         call_id, cseq = response.call_id or "", response.cseq
@@ -356,6 +410,15 @@ class SipAdapter(TelephonyAdapter):
         if connection is not None:
             self._spawn(connection.end("remote"), f"remote bye {call.call_id}")
 
+    def _on_options(self, request: SipRequest, _addr: tuple[str, int]) -> None:
+        """The edge's probe (DESIGN §17): 200 while calls are taken, 503 once draining."""
+        if self._uas is None:
+            return
+        if self._accepting:
+            self._uas._send_error(request, 200, "OK", extra_headers={"Allow": ALLOW})
+        else:
+            self._uas._send_error(request, 503, "Service Unavailable")
+
     def _on_cancel(self, request: SipRequest, _addr: tuple[str, int]) -> None:
         self._cancelled_inbound.add(request.call_id or "")
 
@@ -383,9 +446,10 @@ class SipAdapter(TelephonyAdapter):
                 self._uas._calls[call.call_id] = first
             first.trying()
             return
-        if not self._accepting:
-            call.reject(503, "Service Unavailable")
+        if not self._accepting:  # draining: the edge gives the call to another worker
+            self._reject(call, 503, "Service Unavailable")
             return
+        keep_record_route(call)
         self._inbound[call.call_id] = call
         self._spawn(self._answer(call), f"inbound {call.call_id}")
 
@@ -416,28 +480,44 @@ class SipAdapter(TelephonyAdapter):
         if runner is None:
             self._reject(call, 404, "Not Found")
             return
-        port, reservation = self._reserve_rtp_port()
-        try:
-            if call.sdp_offer is None:
-                raise SdpNegotiationError("the INVITE carries no SDP offer")
-            answer, chosen = negotiate_sdp(
-                call.sdp_offer, self._media_host, port, supported_codecs=list(CODECS)
-            )
-            remote = call.sdp_offer.rtp_address
-            if remote is None:
-                raise SdpNegotiationError("the offer names no RTP address")
-            rtp = await self._open_rtp(port, reservation, remote, chosen)
-        except (SdpNegotiationError, OSError) as exc:
-            release(reservation)
-            logger.warning("inbound SIP Call-ID %s: %s", ref, exc)
-            self._reject(call, 488, "Not Acceptable Here")
-            return
+        for attempt in range(RTP_BIND_ATTEMPTS):
+            port, reservation = self._reserve_rtp_port()
+            try:
+                if call.sdp_offer is None:
+                    raise SdpNegotiationError("the INVITE carries no SDP offer")
+                answer, chosen = negotiate_sdp(
+                    call.sdp_offer, self._media_host, port, supported_codecs=list(CODECS)
+                )
+                remote = call.sdp_offer.rtp_address
+                if remote is None:
+                    raise SdpNegotiationError("the offer names no RTP address")
+                rtp = await self._open_rtp(port, reservation, remote, chosen)
+                break
+            except OSError as exc:
+                # Another process on this machine took the port between our reservation and the
+                # bind (workers sharing one RTP range): nothing is answered yet, take another.
+                release(reservation)
+                if attempt < RTP_BIND_ATTEMPTS - 1:
+                    continue
+                logger.warning("inbound SIP Call-ID %s: %s", ref, exc)
+                self._reject(call, 488, "Not Acceptable Here")
+                return
+            except SdpNegotiationError as exc:
+                release(reservation)
+                logger.warning("inbound SIP Call-ID %s: %s", ref, exc)
+                self._reject(call, 488, "Not Acceptable Here")
+                return
         if ref in self._cancelled_inbound or self._transport is None:
             self._cancelled_inbound.discard(ref)
             await rtp.close()
             return
         call.accept(answer)
-        connection = SipConnection(rtp, call_ref=ref, send_bye=lambda: self._hangup_inbound(call))
+        connection = SipConnection(
+            rtp,
+            call_ref=ref,
+            send_bye=lambda: self._hangup_inbound(call),
+            media_timeout_seconds=self._media_timeout,
+        )
         self._register(ref, connection)
         try:
             await runner(connection)
@@ -463,9 +543,10 @@ class SipAdapter(TelephonyAdapter):
         if self._transport is None:
             return
         call._stop_retransmissions()
-        bye = call.hangup()
-        if bye is not None:
-            self._spawn(self._retransmit(bye, call.source_addr), f"bye {call.call_id}")
+        sent = hangup(call, self._signalling or self.listen_address)
+        if sent is not None:
+            bye, destination = sent
+            self._spawn(self._retransmit(bye, destination), f"bye {call.call_id}")
         if self._uas is not None:
             self._uas._calls.pop(call.call_id, None)
 
@@ -477,11 +558,16 @@ class SipAdapter(TelephonyAdapter):
         self._spawn(self._forget_when_ended(call_id, connection), f"watch {call_id}")
 
     async def _forget_when_ended(self, call_id: str, connection: SipConnection) -> None:
-        await connection.wait_ended()
+        await connection.wait_closed()
         self._connections.pop(call_id, None)
         self._cancelled_inbound.discard(call_id)
         if not self._accepting and not self._connections:
-            await self._close_transport()
+            # The last BYEs get their answer (or a few retransmissions) before the socket goes.
+            byes = [t for t in self._tasks if t.get_name().startswith(("bye ", "cancel "))]
+            if byes:
+                await asyncio.wait(byes, timeout=BYE_LINGER_SECONDS)
+            if not self._accepting and not self._connections:
+                await self._close_transport()
 
     def _reserve_rtp_port(self) -> tuple[int, list[socket.socket]]:
         """An even RTP port with its RTCP neighbour, held by bound sockets until the session

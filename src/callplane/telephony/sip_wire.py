@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
 from typing import Any
 
-from aiosipua import SdpMessage, SipRequest, SipResponse, UdpSipTransport, build_sdp
+from aiosipua import SdpMessage, SipMessage, SipRequest, SipResponse, UdpSipTransport, build_sdp
+from aiosipua.message import missing_required_headers
+from aiosipua.transport import _stamp_via_received
 
 logger = logging.getLogger("callplane.telephony.sip")
 
 USER_AGENT = "callplane"
+#: What the parser or the first look at a header raises on a malformed message.
+_METHOD = re.compile(r"[A-Za-z][A-Za-z0-9._!%*+`'~-]{0,31}")
+UNPARSEABLE = (ValueError, IndexError, KeyError, UnicodeError, AttributeError, TypeError)
 #: G.711 µ-law and A-law, the codecs every trunk speaks; offered in this order.
 CODECS = {0: "PCMU", 8: "PCMA"}
 
@@ -36,6 +42,69 @@ class UdpTransport(UdpSipTransport):
         transport, _ = await loop.create_datagram_endpoint(Protocol, local_addr=self.local_addr)
         self._udp_transport = transport
         self.local_addr = transport.get_extra_info("sockname")[:2]
+
+    def _dispatch(self, data: bytes, addr: tuple[str, int]) -> None:
+        """aiosipua's, minus its traceback: a datagram that is not SIP is anyone's to send."""
+        complaints = _Complaints()
+        parser_log.addFilter(complaints)
+        try:
+            message = SipMessage.parse(data)
+            if isinstance(message, SipRequest):
+                _stamp_via_received(message, addr)
+        except Exception as exc:
+            log_unparseable(data, addr, exc)
+            return
+        finally:
+            parser_log.removeFilter(complaints)
+        problem = complaints.heard or malformed(message)
+        if problem is not None:
+            log_unparseable(data, addr, ValueError(problem))
+            return
+        if self.on_message is not None:
+            self.on_message(message, addr)
+
+
+#: aiosipua's parser warns in its own words (a body shorter than its Content-Length, ...).
+parser_log = logging.getLogger("aiosipua.message")
+
+
+class _Complaints(logging.Filter):
+    """Holds back what the parser says about one message: it becomes our one line."""
+
+    heard: str | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            self.heard = self.heard or record.getMessage()
+            return False
+        return True
+
+
+def malformed(message: SipMessage) -> str | None:
+    """What aiosipua parses but nobody can act on (it would log it with a text of its own)."""
+    if isinstance(message, SipRequest):
+        if not _METHOD.fullmatch(message.method):
+            return "not a SIP method"
+        missing = missing_required_headers(message)
+        if missing:
+            return f"missing {', '.join(missing)}"
+    elif isinstance(message, SipResponse) and not 100 <= message.status_code <= 699:
+        return "not a SIP status"
+    return None
+
+
+def log_unparseable(data: bytes, addr: tuple[str, int], exc: BaseException) -> None:
+    """One structured line for a SIP message we cannot read (never a traceback)."""
+    first_line = data.split(b"\n", 1)[0][:80].decode("utf-8", "replace").strip()
+    logger.warning(
+        "unparseable SIP message",
+        extra={
+            "peer": f"{addr[0]}:{addr[1]}",
+            "bytes": len(data),
+            "first_line": first_line,
+            "error": f"{type(exc).__name__}: {exc}"[:200],
+        },
+    )
 
 
 def release(sockets: list[socket.socket]) -> None:
