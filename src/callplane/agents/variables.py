@@ -41,7 +41,7 @@ def render(template: str, sources: VariableSources) -> tuple[str, list[str]]:
         default = match.group(2)
         value = lookup(name, sources)
         if value is _MISSING:
-            if name not in missing:
+            if name and name not in missing:
                 missing.append(name)
             return default.strip() if default is not None else ""
         return as_text(value)
