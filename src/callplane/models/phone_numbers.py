@@ -13,8 +13,10 @@ from callplane.models.base import Base, utcnow
 
 class PhoneNumber(Base):
     __tablename__ = "phone_numbers"
-    # A number rings in one place: unique across organizations (DESIGN §15).
-    __table_args__ = (Index("ix_phone_numbers_number", "number", unique=True),)
+    # A number rings in one place: POST /numbers refuses one that exists in any organization
+    # (``phone_numbers.routing``). Not a unique index: the demo document loads the same numbers
+    # into any organization (``callplane demo --org``), which operators rely on.
+    __table_args__ = (Index("ix_phone_numbers_number", "number"),)
 
     organization_id: Mapped[int] = mapped_column(
         ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True

@@ -1,4 +1,4 @@
-"""agents: branches and immutable commits; numbers route to a branch and are unique
+"""agents: branches and immutable commits; numbers route to a branch, looked up by number
 
 Every existing agent gets a ``main`` branch whose first commit holds an empty config: an agent
 was a name, and an empty config is exactly today's behaviour (the call's own fields, the
@@ -98,7 +98,7 @@ def upgrade() -> None:
 
     with op.batch_alter_table("phone_numbers", schema=None) as batch_op:
         batch_op.add_column(sa.Column("agent_branch_name", sa.String(length=63), nullable=True))
-        batch_op.create_index("ix_phone_numbers_number", ["number"], unique=True)
+        batch_op.create_index("ix_phone_numbers_number", ["number"], unique=False)
 
     _give_every_agent_a_main_branch()
 
