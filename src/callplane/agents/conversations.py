@@ -22,7 +22,7 @@ from callplane.errors import InvalidInput, Unavailable
 from callplane.runtime import Runtime
 
 #: Brain rounds in one turn: a tool result may lead to one more line, not to a loop.
-MAX_ROUNDS = 3
+MAX_ROUNDS = 2
 MOCKED = orjson.dumps({"mocked": True}).decode()
 NOT_RUN = orjson.dumps({"error": "running tools is not available yet; use tools=mock"}).decode()
 
