@@ -38,7 +38,10 @@ router = family_router(STATUS, tags=["agents"])
 
 Page = Annotated[int, Query(ge=1, le=1_000_000)]
 PageSize = Annotated[int, Query(ge=1, le=100)]
-BranchName = Annotated[str, Query(min_length=1, max_length=64)]
+BranchName = Annotated[
+    str | None,
+    Query(min_length=1, max_length=64, description="Only commits reachable from this branch"),
+]
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: {"description": "Conflict (a head moved, a name is taken, a merge conflict)"}
 }
@@ -152,7 +155,7 @@ async def list_commits(
     uuid: uuid.UUID,
     session: SessionDep,
     tenant: CurrentTenant,
-    branch: BranchName | None = None,
+    branch: BranchName = None,
     page: Page = 1,
     page_size: PageSize = 20,
 ) -> Response:
@@ -188,8 +191,13 @@ async def diff(
     uuid: uuid.UUID,
     session: SessionDep,
     tenant: CurrentTenant,
-    from_: Annotated[str, Query(alias="from", min_length=1, max_length=64)],
-    to: Annotated[str, Query(min_length=1, max_length=64)],
+    from_: Annotated[
+        str,
+        Query(alias="from", min_length=1, max_length=64, description="A commit id or branch name"),
+    ],
+    to: Annotated[
+        str, Query(min_length=1, max_length=64, description="A commit id or branch name")
+    ],
 ) -> Response:
     """Changes by JSON Pointer path from one ref (commit id or branch name) to another; tools
     are compared per tool name."""

@@ -54,6 +54,8 @@ TAGS: dict[str, str] = {
     "voices": "Voices the organization's agents can speak with.",
     "call tags": "Tags that classify calls.",
     "webhooks": "Endpoints that receive signed event notifications, and their delivery log.",
+    "agents": "Agents and their versioned configuration: commits, branches, diff, merge, and "
+    "text-only test conversations.",
 }
 
 #: What the common query parameters mean, for routes that declare them without a description.
