@@ -632,52 +632,48 @@ async def resolve_for_call(
     """The agent, branch and commit a new call runs (DESIGN §15); InvalidInput naming the body
     field when any is unknown, archived or another organization's. A pinned commit keeps the
     branch it was made on, when that branch still exists."""
-    agent: Agent | None = await session.scalar(
-        select_owned(Agent, organization_id).where(
-            Agent.uuid == agent_uuid, Agent.archived.is_(False)
+    if commit_id is not None and branch_name is not None:
+        raise InvalidInput(
+            "agent_branch_name: give either agent_branch_name or agent_commit_id", loc=("body",)
         )
+    # One statement in the common case: the agent, its branch and the head commit; outer joins
+    # so that a missing branch or commit is told apart from a missing agent.
+    branch_join = (
+        (AgentBranch.organization_id == Agent.organization_id)
+        & (AgentBranch.agent_id == Agent.id)
+        & (AgentBranch.name == (branch_name or MAIN))
     )
-    if agent is None:
-        raise InvalidInput("agent_id: no such agent", loc=("body",))
-    if commit_id is not None:
-        if branch_name is not None:
-            raise InvalidInput(
-                "agent_branch_name: give either agent_branch_name or agent_commit_id",
-                loc=("body",),
-            )
-        commit = await find_commit(session, organization_id, agent.id, commit_id)
-        if commit is None:
-            raise InvalidInput("agent_commit_id: no such commit of this agent", loc=("body",))
-        branch = await find_branch(session, organization_id, agent.id, commit.branch)
-        return ResolvedAgent(
-            agent.id,
-            agent.uuid,
-            agent.name,
-            branch.id if branch else None,
-            commit.branch,
-            commit.id,
-            commit.config,
-        )
+    commit_join = (AgentCommit.organization_id == Agent.organization_id) & (
+        AgentCommit.agent_id == Agent.id
+    )
+    if commit_id is None:
+        commit_join = commit_join & (AgentCommit.id == AgentBranch.head)
+    else:
+        commit_join = commit_join & (AgentCommit.id == commit_id)
     row = (
         await session.execute(
-            select_owned(AgentBranch, organization_id, AgentBranch.id, AgentCommit)
-            .join(
-                AgentCommit,
-                (AgentCommit.organization_id == AgentBranch.organization_id)
-                & (AgentCommit.id == AgentBranch.head),
-            )
-            .where(AgentBranch.agent_id == agent.id, AgentBranch.name == (branch_name or MAIN))
+            select_owned(Agent, organization_id, Agent, AgentBranch.id, AgentCommit)
+            .outerjoin(AgentBranch, branch_join)
+            .outerjoin(AgentCommit, commit_join)
+            .where(Agent.uuid == agent_uuid, Agent.archived.is_(False))
         )
     ).first()
     if row is None:
+        raise InvalidInput("agent_id: no such agent", loc=("body",))
+    agent, branch_uuid, commit = row
+    if commit_id is not None:
+        if commit is None:
+            raise InvalidInput("agent_commit_id: no such commit of this agent", loc=("body",))
+        branch = await find_branch(session, organization_id, agent.id, commit.branch)
+        branch_uuid = branch.id if branch else None
+    elif commit is None:
         raise InvalidInput("agent_branch_name: no such branch of this agent", loc=("body",))
-    branch_uuid, commit = row
     return ResolvedAgent(
         agent.id,
         agent.uuid,
         agent.name,
         branch_uuid,
-        branch_name or MAIN,
+        commit.branch if commit_id is not None else branch_name or MAIN,
         commit.id,
         commit.config,
     )
