@@ -11,7 +11,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, ForeignKeyConstraint, Index, String, Text
+from sqlalchemy import ForeignKey, ForeignKeyConstraint, Index, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from callplane.models.base import Base, utcnow
@@ -28,7 +28,7 @@ class Agent(Base):
     uuid: Mapped[uuid.UUID] = mapped_column(default=uuid.uuid4)
     name: Mapped[str] = mapped_column(String(255))
     #: DELETE archives: past calls keep naming the agent, the API no longer shows it.
-    archived: Mapped[bool] = mapped_column(default=False)
+    archived: Mapped[bool] = mapped_column(default=False, server_default=false())
     #: Signs function-tool requests (Standard Webhooks ``whsec_``); rotated by the API.
     tools_secret: Mapped[str | None] = mapped_column(String(128), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -26,13 +26,13 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("agents", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("archived", sa.Boolean(), nullable=False, server_default=sa.false())
-        )
-        batch_op.add_column(sa.Column("tools_secret", sa.String(length=128), nullable=True))
-    with op.batch_alter_table("agents", schema=None) as batch_op:
-        batch_op.alter_column("archived", server_default=None)
+    # Columns are only added (never altered): on SQLite an alter would rebuild ``agents``, and
+    # dropping the old table would fire phone_numbers' ON DELETE SET NULL, unrouting every number.
+    # (plain ADD COLUMN: a batch operation might rebuild the table)
+    op.add_column(
+        "agents", sa.Column("archived", sa.Boolean(), nullable=False, server_default=sa.false())
+    )
+    op.add_column("agents", sa.Column("tools_secret", sa.String(length=128), nullable=True))
 
     op.create_table(
         "agent_branches",
@@ -96,9 +96,8 @@ def upgrade() -> None:
             unique=False,
         )
 
-    with op.batch_alter_table("phone_numbers", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("agent_branch_name", sa.String(length=63), nullable=True))
-        batch_op.create_index("ix_phone_numbers_number", ["number"], unique=False)
+    op.add_column("phone_numbers", sa.Column("agent_branch_name", sa.String(length=63)))
+    op.create_index("ix_phone_numbers_number", "phone_numbers", ["number"], unique=False)
 
     _give_every_agent_a_main_branch()
 
