@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import Query
 from starlette.responses import Response
 
-from callplane.agents import conversations, service
+from callplane.agents import branches, conversations, service, wire
 from callplane.agents.schemas import (
     AgentCreate,
     AgentCreated,
@@ -64,8 +64,8 @@ async def create_agent(body: AgentCreate, session: SessionDep, tenant: CurrentTe
         message=body.message,
         author=service.author_of(tenant),
     )
-    wire = await service.agent_wire(session, tenant.organization_id, agent)
-    return json_response({"agent": wire, "tools_secret": secret}, 201)
+    shown = await wire.agent_wire(session, tenant.organization_id, agent)
+    return json_response({"agent": shown, "tools_secret": secret}, 201)
 
 
 @router.get("/agents", response_model=AgentList, summary="List agents, by name")
@@ -91,9 +91,7 @@ async def list_agents(
 async def get_agent(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
     """The agent with its branches and the config of main's head."""
     agent = await service.get_agent(session, tenant.organization_id, uuid)
-    return json_response(
-        {"agent": await service.agent_wire(session, tenant.organization_id, agent)}
-    )
+    return json_response({"agent": await wire.agent_wire(session, tenant.organization_id, agent)})
 
 
 @router.patch("/agents/{uuid}", response_model=AgentEnvelope, summary="Rename an agent")
@@ -102,9 +100,7 @@ async def rename_agent(
 ) -> Response:
     """Change the agent's name (the name is not versioned)."""
     agent = await service.rename_agent(session, tenant.organization_id, uuid, body.name)
-    return json_response(
-        {"agent": await service.agent_wire(session, tenant.organization_id, agent)}
-    )
+    return json_response({"agent": await wire.agent_wire(session, tenant.organization_id, agent)})
 
 
 @router.delete(
@@ -147,7 +143,7 @@ async def create_commit(
     commit, created = await service.create_commit(
         session, tenant.organization_id, uuid, body, author=service.author_of(tenant)
     )
-    return json_response({"commit": service.commit_wire(commit, uuid)}, 201 if created else 200)
+    return json_response({"commit": wire.commit_wire(commit, uuid)}, 201 if created else 200)
 
 
 @router.get("/agents/{uuid}/commits", response_model=CommitList, summary="Commit history")
@@ -166,7 +162,7 @@ async def list_commits(
     )
     return json_response(
         {
-            "commits": [service.commit_wire(c, agent.uuid, config=False) for c in commits],
+            "commits": [wire.commit_wire(c, agent.uuid, config=False) for c in commits],
             "total_count": total,
             "page": page,
             "page_size": page_size,
@@ -183,7 +179,7 @@ async def get_commit(
 ) -> Response:
     """One commit with its whole config."""
     agent, commit = await service.get_commit(session, tenant.organization_id, uuid, commit_id)
-    return json_response({"commit": service.commit_wire(commit, agent.uuid)})
+    return json_response({"commit": wire.commit_wire(commit, agent.uuid)})
 
 
 @router.get("/agents/{uuid}/diff", response_model=Diff, summary="Diff two refs")
@@ -216,10 +212,10 @@ async def create_branch(
     uuid: uuid.UUID, body: BranchCreate, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
     """A branch named `name` whose head is `from` (a branch name or commit id; default main)."""
-    branch = await service.create_branch(
+    branch = await branches.create_branch(
         session, tenant.organization_id, uuid, body.name, body.from_
     )
-    return json_response({"branch": service.branch_wire(branch)}, 201)
+    return json_response({"branch": wire.branch_wire(branch)}, 201)
 
 
 @router.patch(
@@ -232,10 +228,10 @@ async def move_branch(
     uuid: uuid.UUID, name: str, body: BranchUpdate, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
     """Point the branch at `head` (a commit of this agent): a rollback is one request."""
-    branch = await service.move_branch(
+    branch = await branches.move_branch(
         session, tenant.organization_id, uuid, name, body.head, body.expected_head
     )
-    return json_response({"branch": service.branch_wire(branch)})
+    return json_response({"branch": wire.branch_wire(branch)})
 
 
 @router.post(
@@ -249,7 +245,7 @@ async def merge_branch(
 ) -> Response:
     """Already contained: the head. Fast-forward when possible, else a three-way merge per JSON
     path; paths changed on both sides differently are a 409 naming each path."""
-    commit = await service.merge_branch(
+    commit = await branches.merge_branch(
         session,
         tenant.organization_id,
         uuid,
@@ -258,7 +254,7 @@ async def merge_branch(
         body.expected_head,
         author=service.author_of(tenant),
     )
-    return json_response({"commit": service.commit_wire(commit, uuid)})
+    return json_response({"commit": wire.commit_wire(commit, uuid)})
 
 
 @router.delete(
@@ -271,7 +267,7 @@ async def delete_branch(
     uuid: uuid.UUID, name: str, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
     """Its commits stay. `main`, or a branch a phone number routes to: 409."""
-    await service.delete_branch(session, tenant.organization_id, uuid, name)
+    await branches.delete_branch(session, tenant.organization_id, uuid, name)
     return json_response({"success": True})
 
 

@@ -1,6 +1,6 @@
 """Agents, branches and commits (DESIGN §15). Services flush, never commit.
 
-Moving a head is one conditional statement (``_move_head``: ``UPDATE … WHERE head = :expected
+Moving a head is one conditional statement (``move_head``: ``UPDATE … WHERE head = :expected
 RETURNING``): of many writers that read the same head, exactly one moves it, the others get 409
 and their transaction (the commit row included) is rolled back by the unit of work.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agents.config import validate_config
 from callplane.agents.diff import diff as diff_configs
-from callplane.agents.merge import MergeConflict, ancestors, merge_configs, nearest_common_ancestor
-from callplane.agents.refs import MAIN, as_commit_id, branch_name_problem
+from callplane.agents.merge import ancestors
+from callplane.agents.refs import MAIN, as_commit_id
 from callplane.agents.schemas import CommitCreate
+from callplane.agents.wire import agents_wire
 from callplane.errors import Conflict, InvalidInput, NotFound
 from callplane.kit.pagination import offset
 from callplane.kit.tenancy import Tenant, select_owned, update_owned
@@ -52,20 +52,6 @@ async def get_agent(session: AsyncSession, organization_id: int, agent_uuid: uui
     if agent is None:
         raise NotFound(AGENT_NOT_FOUND)
     return agent
-
-
-async def branches_of(
-    session: AsyncSession, organization_id: int, agent_ids: Sequence[int]
-) -> dict[int, list[AgentBranch]]:
-    found: dict[int, list[AgentBranch]] = {a: [] for a in agent_ids}
-    rows = await session.scalars(
-        select_owned(AgentBranch, organization_id)
-        .where(AgentBranch.agent_id.in_(list(agent_ids)))
-        .order_by(AgentBranch.agent_id, AgentBranch.name)
-    )
-    for branch in rows:
-        found[branch.agent_id].append(branch)
-    return found
 
 
 async def find_branch(
@@ -101,70 +87,6 @@ async def resolve_ref(
             return None
         commit_id = branch.head
     return await find_commit(session, organization_id, agent_id, commit_id)
-
-
-def branch_wire(branch: AgentBranch) -> dict[str, Any]:
-    return {
-        "id": str(branch.id),
-        "name": branch.name,
-        "head": str(branch.head),
-        "created_at": branch.created_at,
-        "updated_at": branch.updated_at,
-    }
-
-
-def commit_wire(
-    commit: AgentCommit, agent_uuid: uuid.UUID, *, config: bool = True
-) -> dict[str, Any]:
-    wire: dict[str, Any] = {
-        "id": str(commit.id),
-        "agent_id": str(agent_uuid),
-        "parents": list(commit.parents),
-        "branch": commit.branch,
-        "message": commit.message,
-        "author": commit.author,
-    }
-    if config:
-        wire["config"] = commit.config
-    wire["created_at"] = commit.created_at
-    return wire
-
-
-async def agents_wire(
-    session: AsyncSession, organization_id: int, agents: Sequence[Agent]
-) -> list[dict[str, Any]]:
-    """Agents with their branches and main's config: one query for each, whatever the count."""
-    branches = await branches_of(session, organization_id, [a.id for a in agents])
-    heads = {
-        b.head for agent_branches in branches.values() for b in agent_branches if b.name == MAIN
-    }
-    configs: dict[uuid.UUID, dict[str, Any]] = {}
-    if heads:
-        rows = await session.execute(
-            select_owned(AgentCommit, organization_id, AgentCommit.id, AgentCommit.config).where(
-                AgentCommit.id.in_(list(heads))
-            )
-        )
-        configs = {commit_id: config for commit_id, config in rows}
-    wires = []
-    for agent in agents:
-        main = next((b for b in branches[agent.id] if b.name == MAIN), None)
-        wires.append(
-            {
-                "id": str(agent.uuid),
-                "name": agent.name,
-                "default_branch": MAIN,
-                "branches": [branch_wire(b) for b in branches[agent.id]],
-                "config": configs.get(main.head, {}) if main else {},
-                "created_at": agent.created_at,
-                "updated_at": agent.updated_at,
-            }
-        )
-    return wires
-
-
-async def agent_wire(session: AsyncSession, organization_id: int, agent: Agent) -> dict[str, Any]:
-    return (await agents_wire(session, organization_id, [agent]))[0]
 
 
 async def list_agents(
@@ -313,7 +235,7 @@ async def rotate_tools_secret(
 # --- commits and heads --------------------------------------------------------------------
 
 
-async def _move_head(
+async def move_head(
     session: AsyncSession,
     organization_id: int,
     agent_id: int,
@@ -337,7 +259,7 @@ async def _move_head(
     return moved
 
 
-async def _head_commit(
+async def head_commit(
     session: AsyncSession, organization_id: int, agent_id: int, branch: AgentBranch
 ) -> AgentCommit:
     head = await find_commit(session, organization_id, agent_id, branch.head)
@@ -364,7 +286,7 @@ async def create_commit(
         raise InvalidInput("branch: no such branch", loc=("body",))
     if body.expected_head is not None and body.expected_head != branch.head:
         raise Conflict(f"expected_head is not the head of branch {branch.name}")
-    head = await _head_commit(session, organization_id, agent.id, branch)
+    head = await head_commit(session, organization_id, agent.id, branch)
     if body.config is not None:
         wanted, field = body.config, "config"
     elif body.changes is not None:
@@ -392,7 +314,7 @@ async def create_commit(
         config=config,
         created_at=utcnow(),
     )
-    await _move_head(session, organization_id, agent.id, branch.name, branch.head, commit.id)
+    await move_head(session, organization_id, agent.id, branch.name, branch.head, commit.id)
     session.add(commit)
     await session.flush()
     return commit, True
@@ -408,7 +330,7 @@ async def get_commit(
     return agent, commit
 
 
-async def _parents_map(
+async def parents_map(
     session: AsyncSession, organization_id: int, agent_id: int
 ) -> dict[str, list[str]]:
     rows = await session.execute(
@@ -445,7 +367,7 @@ async def list_commits(
         if found is None:
             raise InvalidInput("branch: no such branch", loc=("query", "branch"))
         reachable = ancestors(
-            str(found.head), await _parents_map(session, organization_id, agent.id)
+            str(found.head), await parents_map(session, organization_id, agent.id)
         )
         total = len(reachable)
         query = query.where(AgentCommit.id.in_([uuid.UUID(c) for c in reachable]))
@@ -470,139 +392,6 @@ async def diff_refs(
             raise InvalidInput(f"{name}: no such branch or commit of this agent", loc=("query",))
         configs.append(commit.config)
     return diff_configs(configs[0], configs[1])
-
-
-# --- branches -----------------------------------------------------------------------------
-
-
-async def create_branch(
-    session: AsyncSession, organization_id: int, agent_uuid: uuid.UUID, name: str, start: str
-) -> AgentBranch:
-    problem = branch_name_problem(name)
-    if problem:
-        raise InvalidInput(f"name: {problem}", loc=("body",))
-    agent = await get_agent(session, organization_id, agent_uuid)
-    commit = await resolve_ref(session, organization_id, agent.id, start)
-    if commit is None:
-        raise InvalidInput("from: no such branch or commit of this agent", loc=("body",))
-    if await find_branch(session, organization_id, agent.id, name) is not None:
-        raise Conflict(f"Branch {name} already exists")
-    now = utcnow()
-    branch = AgentBranch(
-        organization_id=organization_id,
-        id=uuid.uuid4(),
-        agent_id=agent.id,
-        name=name,
-        head=commit.id,
-        created_at=now,
-        updated_at=now,
-    )
-    session.add(branch)
-    await session.flush()
-    return branch
-
-
-async def _branch_or_404(
-    session: AsyncSession, organization_id: int, agent: Agent, name: str
-) -> AgentBranch:
-    branch = await find_branch(session, organization_id, agent.id, name)
-    if branch is None:
-        raise NotFound(BRANCH_NOT_FOUND)
-    return branch
-
-
-async def move_branch(
-    session: AsyncSession,
-    organization_id: int,
-    agent_uuid: uuid.UUID,
-    name: str,
-    head: uuid.UUID,
-    expected_head: uuid.UUID | None,
-) -> AgentBranch:
-    agent = await get_agent(session, organization_id, agent_uuid)
-    branch = await _branch_or_404(session, organization_id, agent, name)
-    if await find_commit(session, organization_id, agent.id, head) is None:
-        raise InvalidInput("head: no such commit of this agent", loc=("body",))
-    if expected_head is not None and expected_head != branch.head:
-        raise Conflict(f"expected_head is not the head of branch {name}")
-    return await _move_head(session, organization_id, agent.id, name, branch.head, head)
-
-
-async def delete_branch(
-    session: AsyncSession, organization_id: int, agent_uuid: uuid.UUID, name: str
-) -> None:
-    agent = await get_agent(session, organization_id, agent_uuid)
-    branch = await _branch_or_404(session, organization_id, agent, name)
-    if name == MAIN:
-        raise Conflict("The main branch cannot be deleted")
-    if await routed_numbers(session, organization_id, agent.id, name):
-        raise Conflict(f"A phone number routes to branch {name}")
-    await session.delete(branch)
-    await session.flush()
-
-
-async def merge_branch(
-    session: AsyncSession,
-    organization_id: int,
-    agent_uuid: uuid.UUID,
-    name: str,
-    into: str,
-    expected_head: uuid.UUID | None,
-    *,
-    author: str,
-) -> AgentCommit:
-    agent = await get_agent(session, organization_id, agent_uuid)
-    source = await _branch_or_404(session, organization_id, agent, name)
-    target = await find_branch(session, organization_id, agent.id, into)
-    if target is None:
-        raise InvalidInput("into: no such branch", loc=("body",))
-    if target.id == source.id:
-        raise InvalidInput("into: a branch cannot be merged into itself", loc=("body",))
-    if expected_head is not None and expected_head != target.head:
-        raise Conflict(f"expected_head is not the head of branch {into}")
-    parents = await _parents_map(session, organization_id, agent.id)
-    theirs, ours = str(source.head), str(target.head)
-    if theirs in ancestors(ours, parents):
-        return await _head_commit(session, organization_id, agent.id, target)
-    if ours in ancestors(theirs, parents):  # fast-forward: no new commit
-        await _move_head(session, organization_id, agent.id, into, target.head, source.head)
-        return await _head_commit(session, organization_id, agent.id, source)
-    base_id = nearest_common_ancestor(ours, theirs, parents)
-    base = (
-        await find_commit(session, organization_id, agent.id, uuid.UUID(base_id))
-        if base_id
-        else None
-    )
-    ours_commit = await _head_commit(session, organization_id, agent.id, target)
-    theirs_commit = await _head_commit(session, organization_id, agent.id, source)
-    try:
-        merged = merge_configs(
-            base.config if base else {}, ours_commit.config, theirs_commit.config
-        )
-    except MergeConflict as conflict:
-        raise Conflict(
-            f"Merge conflict on {len(conflict.paths)} path(s)",
-            errors=[f"conflict: {p}" for p in conflict.paths],
-        ) from None
-    try:
-        merged = validate_config(merged)
-    except InvalidInput as invalid:
-        raise Conflict("The merged config is not valid", errors=invalid.errors) from None
-    commit = AgentCommit(
-        organization_id=organization_id,
-        id=uuid.uuid4(),
-        agent_id=agent.id,
-        parents=[ours, theirs],
-        branch=into,
-        author=author,
-        message=f"Merge branch {name} into {into}",
-        config=merged,
-        created_at=utcnow(),
-    )
-    await _move_head(session, organization_id, agent.id, into, target.head, commit.id)
-    session.add(commit)
-    await session.flush()
-    return commit
 
 
 # --- for calls and the engine -------------------------------------------------------------

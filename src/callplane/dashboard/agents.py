@@ -12,7 +12,7 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from callplane.agents import service
+from callplane.agents import branches, service, wire
 from callplane.agents.diff import diff as diff_configs
 from callplane.agents.refs import MAIN
 from callplane.agents.schemas import CommitCreate
@@ -96,8 +96,8 @@ async def _page(
 ) -> Response:
     org = person.organization_id
     agent = await service.get_agent(session, org, agent_uuid)
-    wire = await service.agent_wire(session, org, agent)
-    names = [b["name"] for b in wire["branches"]]
+    shown = await wire.agent_wire(session, org, agent)
+    names = [b["name"] for b in shown["branches"]]
     branch = branch if branch in names else MAIN
     head = await service.resolve_ref(session, org, agent.id, branch)
     config = head.config if head else {}
@@ -135,9 +135,9 @@ async def _page(
         "agent.html",
         status,
         section="agents",
-        agent=wire,
+        agent=shown,
         branch=branch,
-        branches=wire["branches"],
+        branches=shown["branches"],
         head=head,
         history=history,
         total=total,
@@ -235,7 +235,7 @@ async def create_branch(
     form = await fields(request)
     name = form.get("name", "").strip()
     try:
-        await service.create_branch(
+        await branches.create_branch(
             session, person.organization_id, agent_uuid, name, form.get("from", MAIN) or MAIN
         )
     except (InvalidInput, Conflict) as exc:
@@ -250,7 +250,7 @@ async def merge(
     form = await fields(request)
     name, into = form.get("branch", ""), form.get("into", MAIN) or MAIN
     try:
-        await service.merge_branch(
+        await branches.merge_branch(
             session,
             person.organization_id,
             agent_uuid,
@@ -271,7 +271,7 @@ async def delete_branch(
 ) -> Response:
     form = await fields(request)
     try:
-        await service.delete_branch(
+        await branches.delete_branch(
             session, person.organization_id, agent_uuid, form.get("branch", "")
         )
     except Conflict as exc:
