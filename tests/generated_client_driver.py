@@ -90,6 +90,27 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("list_deliveries", {"id": "$webhook_id", "page": 1, "page_size": 10}),
     ("redeliver", {"id": "$webhook_id", "delivery_id": "$delivery_id"}),
     ("delete_webhook", {"id": "$webhook_id"}),
+    (
+        "create_agent",
+        {"body": {"name": "Generated", "config": {"first_message": "Hi {{name|there}}"}}},
+    ),
+    ("list_agents", {"page": 1, "page_size": 10}),
+    ("get_agent", {"uuid": "$agent_id"}),
+    ("rename_agent", {"uuid": "$agent_id", "body": {"name": "Generated 2"}}),
+    ("rotate_tools_secret", {"uuid": "$agent_id"}),
+    ("create_commit", {"uuid": "$agent_id", "body": {"changes": {"prompt": "Be brief."}}}),
+    ("list_commits", {"uuid": "$agent_id", "page": 1, "page_size": 10}),
+    ("get_commit", {"uuid": "$agent_id", "commit_id": "$commit_id"}),
+    ("create_branch", {"uuid": "$agent_id", "body": {"name": "generated"}}),
+    ("move_branch", {"uuid": "$agent_id", "name": "generated", "body": {"head": "$first_id"}}),
+    ("diff", {"uuid": "$agent_id", "from_": "generated", "to": "main"}),
+    ("merge_branch", {"uuid": "$agent_id", "name": "generated", "body": {"into": "main"}}),
+    ("converse", {"uuid": "$agent_id", "body": {"ref": "generated"}}),
+    ("delete_branch", {"uuid": "$agent_id", "name": "generated"}),
+    ("create_number", {"body": {"number": "+14155550177", "agent_id": "$agent_id"}}),
+    ("list_numbers", {}),
+    ("delete_number", {"uuid": "$number_id"}),
+    ("archive_agent", {"uuid": "$agent_id"}),
 ]
 # Operations whose answer depends on the engine having worked: asked again until it has.
 AWAITED = {"list_deliveries": lambda body: bool(body["deliveries"])}
@@ -107,6 +128,13 @@ def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
         saved["delivery_id"] = body["deliveries"][0]["id"]
     elif operation == "create_table":
         saved["table_id"] = body["table"]["id"]
+    elif operation == "create_agent":
+        saved["agent_id"] = body["agent"]["id"]
+        saved["first_id"] = body["agent"]["branches"][0]["head"]
+    elif operation == "create_commit":
+        saved["commit_id"] = body["commit"]["id"]
+    elif operation == "create_number":
+        saved["number_id"] = body["id"]
     elif operation == "create_records":
         saved["record_id"] = body["records"][0]["id"]
     elif operation == "get_external_call":
@@ -162,6 +190,10 @@ def main() -> None:
             if isinstance(value, str) and value.startswith("$"):
                 value = saved[value[1:]]
             if isinstance(value, dict):
+                value = {
+                    k: saved[v[1:]] if isinstance(v, str) and v.startswith("$") else v
+                    for k, v in value.items()
+                }
                 value = _model_for(function, name).from_dict(value)
             kwargs[name] = value
         response = function(client=client, **kwargs)

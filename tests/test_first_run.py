@@ -198,7 +198,7 @@ async def test_demo_data_loads_into_any_organization(database_url: str, client) 
         renamed = await client.patch(
             f"/v1/numbers/{number}", json={"friendly_name": "x"}, headers=headers
         )
-        assert renamed.json()["agent"]["name"] == "Front desk"
+        assert renamed.json()["agent"]["name"] == "Riley"
 
 
 def test_help_texts_point_at_the_readme_not_at_unshipped_documents(database_url: str) -> None:

@@ -103,3 +103,68 @@ async def test_old_sqlite_json_columns_become_text_and_keep_their_values(tmp_pat
         assert read[4] == 1.0 and isinstance(read[4], float)  # written after: exact
     finally:
         await db.dispose()
+
+
+async def test_0011_gives_every_agent_a_main_branch_with_a_first_commit(tmp_path):
+    """Today's agents keep working: each gets ``main`` whose first commit is an empty config (the
+    behaviour of an agent that was a name), a tools secret, and its numbers route to ``main``."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import text
+
+    url, pg_name = await _fresh_url(tmp_path)
+    db = Database(url, pool_size=1)
+    try:
+        await upgrade(db, "0009")
+        async with db.engine.begin() as conn:
+            now = datetime(2026, 1, 1, tzinfo=UTC)
+            if BACKEND == "sqlite":
+                now = now.replace(tzinfo=None)
+            await conn.execute(
+                text(
+                    "INSERT INTO organizations (id, name, created_at, updated_at)"
+                    " VALUES (1, 'A', :n, :n)"
+                ),
+                {"n": now},
+            )
+            for agent_id in (1, 2):
+                await conn.execute(
+                    text(
+                        "INSERT INTO agents (id, organization_id, uuid, name, created_at,"
+                        " updated_at) VALUES (:id, 1, :u, 'Front desk', :n, :n)"
+                    ),
+                    {"id": agent_id, "u": str(uuid.uuid4()), "n": now},
+                )
+            await conn.execute(
+                text(
+                    "INSERT INTO phone_numbers (organization_id, id, number, agent_id, created_at,"
+                    " updated_at) VALUES (1, :id, '+14155550123', 1, :n, :n)"
+                ),
+                {"id": str(uuid.uuid4()), "n": now},
+            )
+        await upgrade(db)
+        async with db.engine.begin() as conn:
+            branches = (
+                await conn.execute(
+                    text("SELECT agent_id, name, head FROM agent_branches ORDER BY agent_id")
+                )
+            ).all()
+            commits = (
+                await conn.execute(
+                    text(
+                        "SELECT agent_id, id, branch, parents FROM agent_commits ORDER BY agent_id"
+                    )
+                )
+            ).all()
+            secrets = (await conn.execute(text("SELECT tools_secret, archived FROM agents"))).all()
+            routed = (await conn.execute(text("SELECT agent_branch_name FROM phone_numbers"))).all()
+        assert [(b[0], b[1]) for b in branches] == [(1, "main"), (2, "main")]
+        assert [str(b[2]) for b in branches] == [str(c[1]) for c in commits]
+        assert all(c[2] == "main" for c in commits)
+        assert all(s[0].startswith("whsec_") and not s[1] for s in secrets)
+        assert routed == [("main",)]
+        assert await drift(db) == []
+    finally:
+        await db.dispose()
+        if pg_name:
+            await _pg_admin(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')

@@ -51,7 +51,7 @@ async def test_rename_number(app, client):
     assert set(body) == PHONE_FIELDS
     assert body["friendly_name"] == "Support line"
     assert body["number"] == "+14155550123" and body["area_code"] == "415"
-    assert body["agent"] == {"id": 7, "name": "Front desk", "uuid": AGENT_UUID}
+    assert body["agent"] == {"id": 7, "name": "Front desk", "uuid": AGENT_UUID, "branch": "main"}
     assert body["updated_at"] > body["created_at"]
     again = await client.patch(
         f"/v1/numbers/{NUMBER}", headers=org.headers, json={"friendly_name": "Ünïcødé ☎"}

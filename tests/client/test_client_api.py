@@ -63,6 +63,24 @@ METHODS = {
     "test_webhook": "webhooks.test",
     "list_deliveries": "webhooks.deliveries",
     "redeliver": "webhooks.redeliver",
+    "create_number": "numbers.create",
+    "list_numbers": "numbers.list",
+    "delete_number": "numbers.delete",
+    "create_agent": "agents.create",
+    "list_agents": "agents.list",
+    "get_agent": "agents.get",
+    "rename_agent": "agents.update",
+    "archive_agent": "agents.archive",
+    "rotate_tools_secret": "agents.rotate_tools_secret",
+    "diff": "agents.diff",
+    "converse": "agents.converse",
+    "create_commit": "commits.create",
+    "list_commits": "commits.list",
+    "get_commit": "commits.get",
+    "create_branch": "branches.create",
+    "move_branch": "branches.move",
+    "merge_branch": "branches.merge",
+    "delete_branch": "branches.delete",
 }
 #: Routes a client of the API key does not call: signed URLs are used as they are.
 NOT_CLIENT_ROUTES = {"recording_audio"}
@@ -76,7 +94,12 @@ async def test_every_route_has_a_client_method(client) -> None:
     api = Callplane("cp_x")
     for dotted in METHODS.values():
         holder, name = dotted.split(".")
-        resource = api.data.records("t") if holder == "records" else getattr(api, holder)
+        nested = {
+            "records": api.data.records("t"),
+            "commits": api.agents.commits("a"),
+            "branches": api.agents.branches("a"),
+        }
+        resource = nested[holder] if holder in nested else getattr(api, holder)
         assert callable(getattr(resource, name)), dotted
 
 
@@ -110,7 +133,7 @@ def test_reads_lists_and_writes(server) -> None:
         assert [t.name for t in api.call_tags.iter(page_size=1)][-1] == "Callback"
         assert created_tag.color == "#00ff00"
 
-        assert api.numbers.update(NUMBER, "Front line").agent.name == "Front desk"
+        assert api.numbers.update(NUMBER, "Front line").agent.name == "Riley"
 
         found = api.calls.find_by_attribute(param_key="appointment_id", param_value="APT-1001")
         assert isinstance(found, Call) and found.id == COMPLETED_CALL
@@ -164,6 +187,47 @@ def test_reads_lists_and_writes(server) -> None:
         assert external.source.provider == "zoom"
         assert api.external_calls.list().total_count == 3
         assert len(list(api.external_calls.iter(page_size=1))) == 3
+
+
+def test_agents_commits_branches_diff_and_numbers(server) -> None:
+    url, key = server
+    with Callplane(key, base_url=url) as api:
+        created = api.agents.create("Sam", {"prompt": "A", "first_message": "Hi {{name|there}}"})
+        agent = created.agent
+        assert created.tools_secret.startswith("whsec_") and agent.branches[0].name == "main"
+        first = agent.branches[0].head
+        commits = api.agents.commits(agent.id)
+        changed = commits.create(changes={"prompt": "B"}, message="shorter")
+        assert changed.parents == [first] and changed.config == {
+            "prompt": "B",
+            "first_message": "Hi {{name|there}}",
+        }
+        branches = api.agents.branches(agent.id)
+        assert branches.create("beta", from_=first).head == first
+        beta = commits.create(branch="beta", changes={"language": "de"})
+        language, prompt = api.agents.diff(agent.id, "main", "beta")
+        assert language.path == "/language" and language.to == "de" and "from" not in language
+        assert prompt.path == "/prompt" and prompt.get("from") == "B" and prompt.to == "A"
+        merged = branches.merge("beta", into="main")
+        assert len(merged.parents) == 2 and merged.config["language"] == "de"
+        assert commits.list(branch="beta").total_count == 2
+        assert [c.id for c in commits.iter(page_size=1)][-1] == first
+        assert commits.get(beta.id).config["prompt"] == "A"
+        assert branches.move("main", first).head == first
+        assert api.agents.converse(agent.id, params={"name": "Ada"}).entries[0].text == "Hi Ada"
+        assert branches.delete("beta").success is True
+        assert api.agents.update(agent.id, "Sam 2").name == "Sam 2"
+        assert api.agents.rotate_tools_secret(agent.id).startswith("whsec_")
+        number = api.numbers.create("+14155550188", agent_id=agent.id)
+        assert number.agent.branch == "main"
+        with pytest.raises(APIError) as routed:
+            api.agents.archive(agent.id)
+        assert routed.value.status_code == 409
+        assert api.numbers.update(number.id, agent_id=None).agent is None
+        assert "+14155550188" in [n.number for n in api.numbers.list()]
+        assert api.numbers.delete(number.id).success is True
+        assert api.agents.archive(agent.id).success is True
+        assert agent.id not in [a.id for a in api.agents.iter()]
 
 
 def test_custom_data(server) -> None:
@@ -241,6 +305,10 @@ def test_async_client(server) -> None:
             assert len(voices) == 3 and tags.total_count == 3
             call = await api.calls.create("+14155550100")
             assert (await api.calls.cancel(call.id)).status == "cancelled"
+            made = await api.agents.create("Async", {"prompt": "x"})
+            commit = await api.agents.commits(made.agent.id).create(changes={"prompt": "y"})
+            assert commit.config == {"prompt": "y"}
+            assert [a.name async for a in api.agents.iter(page_size=1)]
             names = [t.name async for t in api.call_tags.iter(page_size=2)]
             assert len(names) == 3
             rows = [r async for r in api.data.records("customers").iter(per_page=1)]

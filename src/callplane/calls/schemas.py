@@ -177,6 +177,12 @@ class CallCreate(BaseModel):
     to_number: PhoneNumber
     from_number: PhoneNumber | None = None
     agent_id: UUID | None = None
+    agent_branch_name: Annotated[SafeStr, StringConstraints(min_length=1, max_length=63)] | None = (
+        Field(default=None, description="The branch of agent_id whose head the call runs [main]")
+    )
+    agent_commit_id: UUID | None = Field(
+        default=None, description="Instead of a branch: the commit of agent_id the call runs"
+    )
     voice_id: UUID | None = None
     call_prompt: LongText | None = None
     language: Annotated[SafeStr, StringConstraints(max_length=32)] | None = None

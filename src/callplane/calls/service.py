@@ -10,6 +10,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.agents.contacts import contact_data
+from callplane.agents.service import ResolvedAgent, resolve_for_call
 from callplane.calls.attributes import attribute_rows, index_attributes
 from callplane.calls.schemas import CallCreate
 from callplane.errors import Conflict, InvalidInput, NotFound
@@ -232,11 +234,42 @@ async def add_call(session: AsyncSession, call: Call, tag_uuids: Sequence[uuid.U
     await session.flush()
 
 
-async def create_call(session: AsyncSession, organization_id: int, body: CallCreate) -> Call:
-    await check_references(
+async def resolve_agent(
+    session: AsyncSession, organization_id: int, body: CallCreate
+) -> ResolvedAgent | None:
+    """The commit the call runs, resolved now (DESIGN §15): a branch head that moves later does
+    not change a queued call. ``required_variables`` must be in params or the callee's contact
+    data, else 422 naming them."""
+    if body.agent_id is None:
+        if body.agent_branch_name is not None or body.agent_commit_id is not None:
+            raise InvalidInput(
+                "agent_id: is required with an agent branch or commit", loc=("body",)
+            )
+        return None
+    resolved = await resolve_for_call(
         session,
         organization_id,
         agent_uuid=body.agent_id,
+        branch_name=body.agent_branch_name,
+        commit_id=body.agent_commit_id,
+    )
+    required = [n for n in resolved.config.get("required_variables", []) if n not in body.params]
+    if required:
+        contact = await contact_data(session, organization_id, body.to_number)
+        missing = [n for n in required if n not in contact]
+        if missing:
+            raise InvalidInput(
+                f"params: missing required variables: {', '.join(missing)}", loc=("body",)
+            )
+    return resolved
+
+
+async def create_call(session: AsyncSession, organization_id: int, body: CallCreate) -> Call:
+    agent = await resolve_agent(session, organization_id, body)
+    await check_references(
+        session,
+        organization_id,
+        agent_uuid=None,
         voice_uuid=body.voice_id,
         tag_uuids=body.tags,
     )
@@ -250,6 +283,9 @@ async def create_call(session: AsyncSession, organization_id: int, body: CallCre
         status="enqueued",
         direction="outbound",
         agent_uuid=body.agent_id,
+        agent_branch=uuid_text(agent.branch_uuid) if agent else None,
+        agent_branch_name=agent.branch_name if agent else None,
+        agent_commit_id=str(agent.commit_id) if agent else None,
         voice_uuid=body.voice_id,
         call_prompt=body.call_prompt,
         language=body.language,

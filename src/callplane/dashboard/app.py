@@ -14,6 +14,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.dashboard import (
+    agents,
     calls,
     contacts,
     external_calls,
@@ -37,6 +38,7 @@ PAGES = (
     tables.router,
     external_calls.router,
     numbers.router,
+    agents.router,
     webhooks.router,
     keys.router,
     talk.router,

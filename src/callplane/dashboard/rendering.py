@@ -17,6 +17,7 @@ NAV = (
     ("data", "Data tables"),
     ("external-calls", "External calls"),
     ("numbers", "Phone numbers"),
+    ("agents", "Agents"),
     ("webhooks", "Webhooks"),
     ("keys", "API keys"),
 )

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.agents.service import resolve_branch_head
 from callplane.calls.events import record_call_event
 from callplane.calls.schemas import normalize_number
 from callplane.calls.service import add_call
@@ -24,7 +25,6 @@ from callplane.engine.switchboard import Switchboard
 from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
 from callplane.kit.tenancy import across_organizations
-from callplane.models.agents import Agent
 from callplane.models.base import Base, utcnow
 from callplane.models.calls import Call
 from callplane.models.external_calls import Recording
@@ -212,7 +212,12 @@ async def create_inbound_call(
     found = (
         await session.execute(
             across_organizations(
-                select(PhoneNumber.organization_id, PhoneNumber.number, PhoneNumber.agent_id)
+                select(
+                    PhoneNumber.organization_id,
+                    PhoneNumber.number,
+                    PhoneNumber.agent_id,
+                    PhoneNumber.agent_branch_name,
+                )
                 .where(PhoneNumber.number.in_(sorted(numbers)))
                 .order_by(PhoneNumber.created_at, PhoneNumber.id)
                 .limit(1),
@@ -222,12 +227,13 @@ async def create_inbound_call(
     ).first()
     if found is None:
         return None
-    organization_id, number, agent_id = found
-    agent_uuid = None
-    if agent_id is not None:
-        agent_uuid = await session.scalar(
-            select(Agent.uuid).where(Agent.organization_id == organization_id, Agent.id == agent_id)
-        )
+    organization_id, number, agent_id, branch_name = found
+    # The head of the number's branch at this moment is the commit the call runs (DESIGN §15).
+    agent = (
+        await resolve_branch_head(session, organization_id, agent_id, branch_name)
+        if agent_id is not None
+        else None
+    )
     now = utcnow()
     call = Call(
         organization_id=organization_id,
@@ -239,7 +245,10 @@ async def create_inbound_call(
         direction="inbound",
         started_at=now,
         answered_by="human",
-        agent_uuid=agent_uuid,
+        agent_uuid=agent.agent_uuid if agent else None,
+        agent_branch=str(agent.branch_uuid) if agent and agent.branch_uuid else None,
+        agent_branch_name=agent.branch_name if agent else None,
+        agent_commit_id=str(agent.commit_id) if agent else None,
         worker_id=worker_id,
         lease_expires_at=now + timedelta(seconds=runtime.settings.worker_lease_seconds),
         event_sequence=1,

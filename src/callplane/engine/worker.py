@@ -19,7 +19,8 @@ import secrets
 import socket
 from typing import Any
 
-from callplane.engine.agent import AgentSource, no_agent_commit
+from callplane.engine.agent import AgentSource
+from callplane.engine.agent_source import commit_of_call
 from callplane.engine.batching import GroupCommit
 from callplane.engine.calls import inbound_router
 from callplane.engine.conversation import ConversationServices
@@ -62,7 +63,7 @@ class Engine:
         adapter: TelephonyAdapter | None = None,
         worker_id: str | None = None,
         providers: Providers | None = None,
-        agents: AgentSource = no_agent_commit,
+        agents: AgentSource = commit_of_call,
         tasks: list[WorkerTask] | None = None,
     ) -> None:
         self.runtime = runtime

@@ -56,6 +56,8 @@ TAGS: dict[str, str] = {
     "webhooks": "Endpoints that receive signed event notifications, and their delivery log.",
     "web calls": "Talk to an agent from a browser over WebRTC, with an API key or a short-lived "
     "single-use token a website holds instead of one.",
+    "agents": "Agents and their versioned configuration: commits, branches, diff, merge, and "
+    "text-only test conversations.",
 }
 
 #: What the common query parameters mean, for routes that declare them without a description.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
+from callplane.agents.router import router as agents
 from callplane.call_tags.router import router as call_tags
 from callplane.calls.find_router import router as find_calls
 from callplane.calls.router import router as calls
@@ -31,6 +32,7 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     call_tags,
     webhooks,
     web_calls,
+    agents,
 )
 
 

@@ -5,6 +5,7 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.agents.refs import MAIN
 from callplane.errors import InvalidInput, NotFound
 from callplane.kit.tenancy import same_organization, select_owned, update_owned
 from callplane.models.agents import Agent
@@ -58,7 +59,7 @@ async def rename_number(
         )
     ).one()
     number, agent = row
-    return _number_out(number, agent)
+    return number_out(number, agent)
 
 
 async def list_numbers(session: AsyncSession, organization_id: int) -> list[PhoneNumberOut]:
@@ -73,10 +74,10 @@ async def list_numbers(session: AsyncSession, organization_id: int) -> list[Phon
         .where(PhoneNumber.organization_id == organization_id)
         .order_by(PhoneNumber.number, PhoneNumber.id)
     )
-    return [_number_out(number, agent) for number, agent in rows]
+    return [number_out(number, agent) for number, agent in rows]
 
 
-def _number_out(number: PhoneNumber, agent: Agent | None) -> PhoneNumberOut:
+def number_out(number: PhoneNumber, agent: Agent | None) -> PhoneNumberOut:
     return PhoneNumberOut(
         id=number.id,
         number=number.number,
@@ -85,5 +86,12 @@ def _number_out(number: PhoneNumber, agent: Agent | None) -> PhoneNumberOut:
         country=number.country,
         created_at=number.created_at,
         updated_at=number.updated_at,
-        agent=AgentRef(id=agent.id, name=agent.name, uuid=agent.uuid) if agent else None,
+        agent=AgentRef(
+            id=agent.id,
+            name=agent.name,
+            uuid=agent.uuid,
+            branch=number.agent_branch_name or MAIN,
+        )
+        if agent
+        else None,
     )

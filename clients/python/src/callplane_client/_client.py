@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from callplane_client import _resources as r
+from callplane_client._agents import Agents
 from callplane_client._transport import AsyncTransport, RetryPolicy, SyncTransport
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
@@ -25,6 +26,7 @@ class _Resources:
     feedback: r.Feedback
     external_calls: r.ExternalCalls
     webhooks: r.Webhooks
+    agents: Agents
 
     def _attach(self, send: Any, is_async: bool) -> None:
         self.voices = r.Voices(send, is_async)
@@ -36,6 +38,7 @@ class _Resources:
         self.feedback = r.Feedback(send, is_async)
         self.external_calls = r.ExternalCalls(send, is_async)
         self.webhooks = r.Webhooks(send, is_async)
+        self.agents = Agents(send, is_async)
 
 
 def _headers(api_key: str) -> dict[str, str]:

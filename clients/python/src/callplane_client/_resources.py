@@ -155,16 +155,55 @@ class CallTags(_Resource):
         return self._send(Request("POST", "/v1/call_tags", _one(CallTag), json=body))  # type: ignore[no-any-return]
 
 
+class _Unset:
+    pass
+
+
+_UNSET: Any = _Unset()
+
+
 class Numbers(_Resource):
-    def update(self, id: str, friendly_name: str) -> PhoneNumber:  # noqa: A002
-        return self._send(  # type: ignore[no-any-return]
-            Request(
-                "PATCH",
-                f"/v1/numbers/{_segment(id)}",
-                _one(PhoneNumber),
-                json={"friendly_name": friendly_name},
-            )
+    def create(
+        self,
+        number: str,
+        friendly_name: str | None = None,
+        agent_id: str | None = None,
+        agent_branch_name: str | None = None,
+    ) -> PhoneNumber:
+        """Add a number (unique across organizations), optionally routed to an agent's branch."""
+        body = _drop_none(
+            {
+                "number": number,
+                "friendly_name": friendly_name,
+                "agent_id": agent_id,
+                "agent_branch_name": agent_branch_name,
+            }
         )
+        return self._send(Request("POST", "/v1/numbers", _one(PhoneNumber), json=body))  # type: ignore[no-any-return]
+
+    def list(self) -> List[PhoneNumber]:
+        return self._send(Request("GET", "/v1/numbers", _many(PhoneNumber, "numbers")))  # type: ignore[no-any-return]
+
+    def update(
+        self,
+        id: str,  # noqa: A002
+        friendly_name: str | None = None,
+        *,
+        agent_id: str | None = _UNSET,
+        agent_branch_name: str | None = None,
+    ) -> PhoneNumber:
+        """Rename and/or route: ``agent_id`` an agent's id, or None to unroute."""
+        body: dict[str, Any] = _drop_none(
+            {"friendly_name": friendly_name, "agent_branch_name": agent_branch_name}
+        )
+        if agent_id is not _UNSET:
+            body["agent_id"] = agent_id
+        return self._send(  # type: ignore[no-any-return]
+            Request("PATCH", f"/v1/numbers/{_segment(id)}", _one(PhoneNumber), json=body)
+        )
+
+    def delete(self, id: str) -> Result:  # noqa: A002
+        return self._send(Request("DELETE", f"/v1/numbers/{_segment(id)}", _one(Result)))  # type: ignore[no-any-return]
 
 
 class Calls(_Resource):

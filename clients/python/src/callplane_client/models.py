@@ -109,10 +109,13 @@ class Voice(Model):
     updated_at: str
 
 
-class Agent(Model):
+class AgentRef(Model):
+    """The agent a phone number routes to, and the branch whose head inbound calls run."""
+
     id: int
     name: str | None
     uuid: str | None
+    branch: str | None
 
 
 class PhoneNumber(Model):
@@ -121,7 +124,7 @@ class PhoneNumber(Model):
     friendly_name: str | None
     area_code: str | None
     country: str | None
-    agent: Agent | None
+    agent: AgentRef | None
     created_at: str
     updated_at: str
 
@@ -251,6 +254,63 @@ class Delivery(Model):
     created_at: str
     next_attempt_at: str | None
     delivered: bool
+
+
+class Branch(Model):
+    id: str
+    name: str
+    head: str
+    created_at: str
+    updated_at: str
+
+
+class Agent(Model):
+    """An agent (DESIGN §15): its branches and the config of main's head."""
+
+    id: str
+    name: str
+    default_branch: str
+    branches: list[Branch]
+    config: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+class AgentCreated(Model):
+    """A new agent and its tools secret (shown only at creation)."""
+
+    agent: Agent
+    tools_secret: str
+
+
+class Commit(Model):
+    """An immutable commit; ``config`` is absent in history listings."""
+
+    id: str
+    agent_id: str
+    parents: list[str]
+    branch: str
+    message: str
+    author: str
+    config: dict[str, Any] | None
+    created_at: str
+
+
+class Change(Model):
+    """One difference of a diff: ``from``/``to`` are absent where the path is absent (read them
+    with ``change.get("from")``, ``"from" in change``)."""
+
+    path: str
+    to: Any
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+
+class ConversationTurn(Model):
+    commit_id: str
+    entries: list[TranscriptEntry]
+    ended: bool
 
 
 class Result(Model):

@@ -1,0 +1,1 @@
+"""Agents: versioned configuration that calls run (DESIGN §15)."""

@@ -1,0 +1,130 @@
+"""``POST /agents/{uuid}/conversations``: one text-only turn of a commit (DESIGN §15), so a team
+can test a branch in CI before merging it. The same prompt, variables and tools a call would
+get; tools are mocked (each result ``{"mocked": true}``) unless ``tools`` is ``run``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from callplane.agents import service
+from callplane.agents.contacts import contact_data
+from callplane.agents.schemas import ConversationRequest
+from callplane.agents.variables import VariableSources, render
+from callplane.brain.base import Brain, BrainError, TextDelta, ToolCall
+from callplane.brain.build import build_brain
+from callplane.brain.prompts import END_CALL_TOOL, conversation_messages
+from callplane.contacts.identifiers import normalize_identifier
+from callplane.errors import InvalidInput, Unavailable
+from callplane.runtime import Runtime
+
+#: Brain rounds in one turn: a tool result may lead to one more line, not to a loop.
+MAX_ROUNDS = 2
+MOCKED = orjson.dumps({"mocked": True}).decode()
+NOT_RUN = orjson.dumps({"error": "running tools is not available yet; use tools=mock"}).decode()
+
+
+def brain_tools(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each configured tool as an OpenAI function; ``end_call`` is always present."""
+    tools = [END_CALL_TOOL]
+    for tool in config.get("tools", []):
+        if tool["name"] == "end_call":
+            continue
+        parameters = tool.get("parameters") or {"type": "object", "properties": {}}
+        tools.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": tool["name"],
+                    "description": tool.get("description") or tool["type"].replace("_", " "),
+                    "parameters": parameters,
+                },
+            }
+        )
+    return tools
+
+
+async def take_turn(
+    session: AsyncSession,
+    runtime: Runtime,
+    organization_id: int,
+    agent_uuid: uuid.UUID,
+    body: ConversationRequest,
+) -> dict[str, Any]:
+    agent = await service.get_agent(session, organization_id, agent_uuid)
+    commit = await service.resolve_ref(session, organization_id, agent.id, body.ref)
+    if commit is None:
+        raise InvalidInput("ref: no such branch or commit of this agent", loc=("body",))
+    config = commit.config
+    contact = {}
+    if body.contact:
+        try:
+            identifier = normalize_identifier(body.contact)
+        except InvalidInput:
+            raise InvalidInput("contact: not a valid contact identifier", loc=("body",)) from None
+        contact = await contact_data(session, organization_id, identifier)
+    sources = VariableSources(
+        params=body.params, contact=contact, defaults=config.get("variables", {})
+    )
+    transcript: list[dict[str, Any]] = [{"role": m.role, "text": m.text} for m in body.messages]
+    entries: list[dict[str, Any]] = []
+    if not transcript and config.get("agent_speaks_first", True) and config.get("first_message"):
+        line, _ = render(config["first_message"], sources)
+        entries.append({"role": "assistant", "text": line})
+        return {"commit_id": str(commit.id), "entries": entries, "ended": False}
+    prompt, _ = render(config["prompt"], sources) if config.get("prompt") else (None, [])
+    brain = build_brain(runtime.settings)
+    if brain is None:
+        raise Unavailable("No language model is configured (CALLPLANE_LLM_BASE_URL)")
+    ended = False
+    try:
+        for _ in range(MAX_ROUNDS):
+            text, calls = await _one_reply(brain, prompt, transcript + entries, config)
+            if text:
+                entries.append({"role": "assistant", "text": text})
+            for call in calls:
+                entries.append(
+                    {
+                        "role": "assistant",
+                        "function_name": call.name,
+                        "arguments": call.arguments,
+                        "text": "",
+                    }
+                )
+                result = MOCKED if body.tools == "mock" or call.name == "end_call" else NOT_RUN
+                entries.append({"role": "tool", "function_name": call.name, "text": result})
+                ended = ended or call.name == "end_call"
+            if not calls or ended:
+                break
+        if not ended:
+            phrases = [p.lower() for p in config.get("end_call_phrases", [])]
+            spoken = [e["text"].lower() for e in entries if e["role"] == "assistant"]
+            ended = any(p in line for p in phrases for line in spoken)
+    except BrainError as exc:
+        raise Unavailable(f"The language model failed: {exc}") from None
+    finally:
+        await brain.aclose()
+    return {"commit_id": str(commit.id), "entries": entries, "ended": ended}
+
+
+async def _one_reply(
+    brain: Brain, prompt: str | None, transcript: list[dict[str, Any]], config: dict[str, Any]
+) -> tuple[str, list[ToolCall]]:
+    parts: list[str] = []
+    calls: list[ToolCall] = []
+    messages = conversation_messages(prompt, transcript)
+    async for event in brain.stream_reply(
+        messages,
+        tools=brain_tools(config),
+        model=config.get("model"),
+        temperature=config.get("temperature"),
+    ):
+        if isinstance(event, TextDelta):
+            parts.append(event.text)
+        else:
+            calls.append(event)
+    return "".join(parts).strip(), calls

@@ -1,0 +1,511 @@
+"""Agents, branches and commits (DESIGN §15). Services flush, never commit.
+
+Moving a head is one conditional statement (``move_head``: ``UPDATE … WHERE head = :expected
+RETURNING``): of many writers that read the same head, exactly one moves it, the others get 409
+and their transaction (the commit row included) is rolled back by the unit of work.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import json_merge_patch
+from sqlalchemy import func
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from callplane.agents.config import validate_config
+from callplane.agents.diff import diff as diff_configs
+from callplane.agents.merge import ancestors
+from callplane.agents.refs import MAIN, as_commit_id
+from callplane.agents.schemas import CommitCreate
+from callplane.agents.wire import agents_wire
+from callplane.errors import Conflict, InvalidInput, NotFound
+from callplane.kit.pagination import offset
+from callplane.kit.tenancy import Tenant, select_owned, update_owned
+from callplane.models.agents import Agent, AgentBranch, AgentCommit
+from callplane.models.base import utcnow
+from callplane.models.phone_numbers import PhoneNumber
+from callplane.models.voices import Voice
+from callplane.webhooks.signing import new_secret
+
+AGENT_NOT_FOUND = "Agent not found"
+BRANCH_NOT_FOUND = "Branch not found"
+COMMIT_NOT_FOUND = "Commit not found"
+
+
+def author_of(tenant: Tenant) -> str:
+    return f"api_key:{tenant.api_key_id}"
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+async def get_agent(session: AsyncSession, organization_id: int, agent_uuid: uuid.UUID) -> Agent:
+    agent: Agent | None = await session.scalar(
+        select_owned(Agent, organization_id).where(
+            Agent.uuid == agent_uuid, Agent.archived.is_(False)
+        )
+    )
+    if agent is None:
+        raise NotFound(AGENT_NOT_FOUND)
+    return agent
+
+
+async def find_branch(
+    session: AsyncSession, organization_id: int, agent_id: int, name: str
+) -> AgentBranch | None:
+    branch: AgentBranch | None = await session.scalar(
+        select_owned(AgentBranch, organization_id).where(
+            AgentBranch.agent_id == agent_id, AgentBranch.name == name
+        )
+    )
+    return branch
+
+
+async def find_commit(
+    session: AsyncSession, organization_id: int, agent_id: int, commit_id: uuid.UUID
+) -> AgentCommit | None:
+    commit: AgentCommit | None = await session.scalar(
+        select_owned(AgentCommit, organization_id).where(
+            AgentCommit.id == commit_id, AgentCommit.agent_id == agent_id
+        )
+    )
+    return commit
+
+
+async def resolve_ref(
+    session: AsyncSession, organization_id: int, agent_id: int, ref: str
+) -> AgentCommit | None:
+    """The commit a ref names: a commit id of the agent, else the head of a branch so named."""
+    commit_id = as_commit_id(ref)
+    if commit_id is None:
+        branch = await find_branch(session, organization_id, agent_id, ref)
+        if branch is None:
+            return None
+        commit_id = branch.head
+    return await find_commit(session, organization_id, agent_id, commit_id)
+
+
+async def list_agents(
+    session: AsyncSession, organization_id: int, *, page: int, page_size: int
+) -> tuple[list[dict[str, Any]], int]:
+    query = select_owned(Agent, organization_id).where(Agent.archived.is_(False))
+    total = int(
+        await session.scalar(
+            select_owned(Agent, organization_id, func.count()).where(Agent.archived.is_(False))
+        )
+        or 0
+    )
+    agents = (
+        await session.scalars(
+            query.order_by(Agent.name, Agent.id).limit(page_size).offset(offset(page, page_size))
+        )
+    ).all()
+    return await agents_wire(session, organization_id, agents), total
+
+
+# --- agents -------------------------------------------------------------------------------
+
+
+async def check_config_references(
+    session: AsyncSession, organization_id: int, config: dict[str, Any], field: str = "config"
+) -> None:
+    voice = config.get("voice_id")
+    if voice is not None:
+        found = await session.scalar(
+            select_owned(Voice, organization_id, Voice.id).where(Voice.id == uuid.UUID(voice))
+        )
+        if found is None:
+            raise InvalidInput(f"{field}/voice_id: no such voice", loc=("body",))
+
+
+async def create_agent(
+    session: AsyncSession,
+    organization_id: int,
+    *,
+    name: str,
+    config: dict[str, Any],
+    message: str,
+    author: str,
+) -> tuple[Agent, str]:
+    stored = validate_config(config)
+    await check_config_references(session, organization_id, stored)
+    secret = new_secret()
+    now = utcnow()
+    agent = Agent(
+        organization_id=organization_id,
+        uuid=uuid.uuid4(),
+        name=name,
+        archived=False,
+        tools_secret=secret,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(agent)
+    await session.flush()
+    await add_first_commit(session, agent, stored, message=message, author=author, now=now)
+    return agent, secret
+
+
+async def add_first_commit(
+    session: AsyncSession,
+    agent: Agent,
+    config: dict[str, Any],
+    *,
+    message: str,
+    author: str,
+    now: Any,
+) -> AgentCommit:
+    """``main`` and its first commit for a new agent (the API, fixtures and the demo)."""
+    commit = AgentCommit(
+        organization_id=agent.organization_id,
+        id=uuid.uuid4(),
+        agent_id=agent.id,
+        parents=[],
+        branch=MAIN,
+        author=author,
+        message=message,
+        config=config,
+        created_at=now,
+    )
+    session.add(commit)
+    session.add(
+        AgentBranch(
+            organization_id=agent.organization_id,
+            id=uuid.uuid4(),
+            agent_id=agent.id,
+            name=MAIN,
+            head=commit.id,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    await session.flush()
+    return commit
+
+
+async def rename_agent(
+    session: AsyncSession, organization_id: int, agent_uuid: uuid.UUID, name: str
+) -> Agent:
+    agent = await get_agent(session, organization_id, agent_uuid)
+    agent.name = name
+    agent.updated_at = utcnow()
+    await session.flush()
+    return agent
+
+
+async def routed_numbers(
+    session: AsyncSession, organization_id: int, agent_id: int, branch: str | None = None
+) -> int:
+    query = select_owned(PhoneNumber, organization_id, func.count()).where(
+        PhoneNumber.agent_id == agent_id
+    )
+    if branch is not None:
+        query = query.where(func.coalesce(PhoneNumber.agent_branch_name, MAIN) == branch)
+    return int(await session.scalar(query) or 0)
+
+
+async def archive_agent(session: AsyncSession, organization_id: int, agent_uuid: uuid.UUID) -> None:
+    agent = await get_agent(session, organization_id, agent_uuid)
+    if await routed_numbers(session, organization_id, agent.id):
+        raise Conflict("A phone number routes to this agent; route it elsewhere first")
+    await session.execute(
+        update_owned(Agent, organization_id)
+        .where(Agent.id == agent.id)
+        .values(archived=True, updated_at=utcnow())
+    )
+
+
+async def rotate_tools_secret(
+    session: AsyncSession, organization_id: int, agent_uuid: uuid.UUID
+) -> str:
+    agent = await get_agent(session, organization_id, agent_uuid)
+    secret = new_secret()
+    await session.execute(
+        update_owned(Agent, organization_id)
+        .where(Agent.id == agent.id)
+        .values(tools_secret=secret, updated_at=utcnow())
+    )
+    return secret
+
+
+# --- commits and heads --------------------------------------------------------------------
+
+
+async def move_head(
+    session: AsyncSession,
+    organization_id: int,
+    agent_id: int,
+    branch: str,
+    expected: uuid.UUID,
+    new: uuid.UUID,
+) -> AgentBranch:
+    moved: AgentBranch | None = await session.scalar(
+        update_owned(AgentBranch, organization_id)
+        .where(
+            AgentBranch.agent_id == agent_id,
+            AgentBranch.name == branch,
+            AgentBranch.head == expected,
+        )
+        .values(head=new, updated_at=utcnow())
+        .returning(AgentBranch)
+        .execution_options(synchronize_session=False, populate_existing=True)
+    )
+    if moved is None:
+        raise Conflict(f"The head of branch {branch} moved; nothing was changed")
+    return moved
+
+
+async def head_commit(
+    session: AsyncSession, organization_id: int, agent_id: int, branch: AgentBranch
+) -> AgentCommit:
+    head = await find_commit(session, organization_id, agent_id, branch.head)
+    if head is None:  # heads are only ever set to commits of the agent
+        raise Conflict(f"The head of branch {branch.name} is missing")
+    return head
+
+
+async def create_commit(
+    session: AsyncSession,
+    organization_id: int,
+    agent_uuid: uuid.UUID,
+    body: CommitCreate,
+    *,
+    author: str,
+) -> tuple[AgentCommit, bool]:
+    """The new commit and True, or the head and False when the config equals the head's."""
+    given = [n for n in ("config", "changes", "revert_to") if getattr(body, n) is not None]
+    if len(given) != 1:
+        raise InvalidInput("exactly one of config, changes or revert_to is required", loc=("body",))
+    agent = await get_agent(session, organization_id, agent_uuid)
+    branch = await find_branch(session, organization_id, agent.id, body.branch)
+    if branch is None:
+        raise InvalidInput("branch: no such branch", loc=("body",))
+    if body.expected_head is not None and body.expected_head != branch.head:
+        raise Conflict(f"expected_head is not the head of branch {branch.name}")
+    head = await head_commit(session, organization_id, agent.id, branch)
+    if body.config is not None:
+        wanted, field = body.config, "config"
+    elif body.changes is not None:
+        wanted = json_merge_patch.merge(copy.deepcopy(head.config), body.changes)
+        field = "changes"
+    else:
+        assert body.revert_to is not None
+        target = await find_commit(session, organization_id, agent.id, body.revert_to)
+        if target is None:
+            raise InvalidInput("revert_to: no such commit of this agent", loc=("body",))
+        wanted, field = target.config, "revert_to"
+    config = validate_config(wanted, field="config" if field == "config" else field)
+    await check_config_references(session, organization_id, config)
+    if config == head.config:
+        return head, False
+    commit = AgentCommit(
+        organization_id=organization_id,
+        id=uuid.uuid4(),
+        agent_id=agent.id,
+        parents=[str(head.id)],
+        branch=branch.name,
+        author=author,
+        message=body.message
+        or (f"Revert to {body.revert_to}" if body.revert_to else "Update configuration"),
+        config=config,
+        created_at=utcnow(),
+    )
+    await move_head(session, organization_id, agent.id, branch.name, branch.head, commit.id)
+    session.add(commit)
+    await session.flush()
+    return commit, True
+
+
+async def get_commit(
+    session: AsyncSession, organization_id: int, agent_uuid: uuid.UUID, commit_id: uuid.UUID
+) -> tuple[Agent, AgentCommit]:
+    agent = await get_agent(session, organization_id, agent_uuid)
+    commit = await find_commit(session, organization_id, agent.id, commit_id)
+    if commit is None:
+        raise NotFound(COMMIT_NOT_FOUND)
+    return agent, commit
+
+
+async def parents_map(
+    session: AsyncSession, organization_id: int, agent_id: int
+) -> dict[str, list[str]]:
+    rows = await session.execute(
+        select_owned(AgentCommit, organization_id, AgentCommit.id, AgentCommit.parents).where(
+            AgentCommit.agent_id == agent_id
+        )
+    )
+    return {str(commit_id): list(parents) for commit_id, parents in rows}
+
+
+async def list_commits(
+    session: AsyncSession,
+    organization_id: int,
+    agent_uuid: uuid.UUID,
+    *,
+    branch: str | None,
+    page: int,
+    page_size: int,
+) -> tuple[Agent, list[AgentCommit], int]:
+    """Newest first. With ``branch``, only commits reachable from its head."""
+    agent = await get_agent(session, organization_id, agent_uuid)
+    query = select_owned(AgentCommit, organization_id).where(AgentCommit.agent_id == agent.id)
+    if branch is None:
+        total = int(
+            await session.scalar(
+                select_owned(AgentCommit, organization_id, func.count()).where(
+                    AgentCommit.agent_id == agent.id
+                )
+            )
+            or 0
+        )
+    else:
+        found = await find_branch(session, organization_id, agent.id, branch)
+        if found is None:
+            raise InvalidInput("branch: no such branch", loc=("query", "branch"))
+        reachable = ancestors(
+            str(found.head), await parents_map(session, organization_id, agent.id)
+        )
+        total = len(reachable)
+        query = query.where(AgentCommit.id.in_([uuid.UUID(c) for c in reachable]))
+    commits = (
+        await session.scalars(
+            query.order_by(AgentCommit.created_at.desc(), AgentCommit.id.desc())
+            .limit(page_size)
+            .offset(offset(page, page_size))
+        )
+    ).all()
+    return agent, list(commits), total
+
+
+async def diff_refs(
+    session: AsyncSession, organization_id: int, agent_uuid: uuid.UUID, before: str, after: str
+) -> list[dict[str, Any]]:
+    agent = await get_agent(session, organization_id, agent_uuid)
+    configs = []
+    for name, ref in (("from", before), ("to", after)):
+        commit = await resolve_ref(session, organization_id, agent.id, ref)
+        if commit is None:
+            raise InvalidInput(f"{name}: no such branch or commit of this agent", loc=("query",))
+        configs.append(commit.config)
+    return diff_configs(configs[0], configs[1])
+
+
+# --- for calls and the engine -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResolvedAgent:
+    """The commit a call runs, with the four SPEC fields it sets on the call."""
+
+    agent_id: int
+    agent_uuid: uuid.UUID
+    agent_name: str
+    branch_uuid: uuid.UUID | None
+    branch_name: str | None
+    commit_id: uuid.UUID
+    config: dict[str, Any]
+
+
+async def resolve_for_call(
+    session: AsyncSession,
+    organization_id: int,
+    *,
+    agent_uuid: uuid.UUID,
+    branch_name: str | None = None,
+    commit_id: uuid.UUID | None = None,
+) -> ResolvedAgent:
+    """The agent, branch and commit a new call runs (DESIGN §15); InvalidInput naming the body
+    field when any is unknown, archived or another organization's. A pinned commit keeps the
+    branch it was made on, when that branch still exists."""
+    if commit_id is not None and branch_name is not None:
+        raise InvalidInput(
+            "agent_branch_name: give either agent_branch_name or agent_commit_id", loc=("body",)
+        )
+    # One statement in the common case: the agent, its branch and the head commit; outer joins
+    # so that a missing branch or commit is told apart from a missing agent.
+    branch_join = (
+        (AgentBranch.organization_id == Agent.organization_id)
+        & (AgentBranch.agent_id == Agent.id)
+        & (AgentBranch.name == (branch_name or MAIN))
+    )
+    commit_join = (AgentCommit.organization_id == Agent.organization_id) & (
+        AgentCommit.agent_id == Agent.id
+    )
+    if commit_id is None:
+        commit_join = commit_join & (AgentCommit.id == AgentBranch.head)
+    else:
+        commit_join = commit_join & (AgentCommit.id == commit_id)
+    row = (
+        await session.execute(
+            select_owned(Agent, organization_id, Agent, AgentBranch.id, AgentCommit)
+            .outerjoin(AgentBranch, branch_join)
+            .outerjoin(AgentCommit, commit_join)
+            .where(Agent.uuid == agent_uuid, Agent.archived.is_(False))
+        )
+    ).first()
+    if row is None:
+        raise InvalidInput("agent_id: no such agent", loc=("body",))
+    agent, branch_uuid, commit = row
+    if commit_id is not None:
+        if commit is None:
+            raise InvalidInput("agent_commit_id: no such commit of this agent", loc=("body",))
+        branch = await find_branch(session, organization_id, agent.id, commit.branch)
+        branch_uuid = branch.id if branch else None
+    elif commit is None:
+        raise InvalidInput("agent_branch_name: no such branch of this agent", loc=("body",))
+    return ResolvedAgent(
+        agent.id,
+        agent.uuid,
+        agent.name,
+        branch_uuid,
+        commit.branch if commit_id is not None else branch_name or MAIN,
+        commit.id,
+        commit.config,
+    )
+
+
+async def load_commit_config(
+    session: AsyncSession, organization_id: int, commit_id: uuid.UUID
+) -> dict[str, Any] | None:
+    """The config of a commit of the organization (what a queued call pinned), or None."""
+    config: dict[str, Any] | None = await session.scalar(
+        select_owned(AgentCommit, organization_id, AgentCommit.config).where(
+            AgentCommit.id == commit_id
+        )
+    )
+    return config
+
+
+async def resolve_branch_head(
+    session: AsyncSession, organization_id: int, agent_id: int, branch_name: str | None
+) -> ResolvedAgent | None:
+    """What an inbound call answered on a number routed to ``agent_id`` runs: the head of the
+    number's branch (``main`` when none) at this moment; None when the agent is archived or the
+    branch is gone (the call then keeps the behaviour of a call without an agent)."""
+    name = branch_name or MAIN
+    row = (
+        await session.execute(
+            select_owned(Agent, organization_id, Agent, AgentBranch.id, AgentCommit)
+            .join(
+                AgentBranch,
+                (AgentBranch.organization_id == Agent.organization_id)
+                & (AgentBranch.agent_id == Agent.id),
+            )
+            .join(
+                AgentCommit,
+                (AgentCommit.organization_id == AgentBranch.organization_id)
+                & (AgentCommit.id == AgentBranch.head),
+            )
+            .where(Agent.id == agent_id, Agent.archived.is_(False), AgentBranch.name == name)
+        )
+    ).first()
+    if row is None:
+        return None
+    agent, branch_uuid, commit = row
+    return ResolvedAgent(
+        agent.id, agent.uuid, agent.name, branch_uuid, name, commit.id, commit.config
+    )

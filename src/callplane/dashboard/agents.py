@@ -1,0 +1,306 @@
+"""Agents: the list, and one agent's page — an editor that commits to a branch with a message,
+the branch's history with each commit's diff (before and after per path), rollback, branches,
+merge with its conflicts shown, and a test call from a branch. Same services as the API."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from callplane.agents import branches, service, wire
+from callplane.agents.diff import diff as diff_configs
+from callplane.agents.refs import MAIN
+from callplane.agents.schemas import CommitCreate
+from callplane.calls import commands
+from callplane.calls.schemas import CallCreate
+from callplane.dashboard.forms import fields
+from callplane.dashboard.rendering import render
+from callplane.dashboard.routing import CurrentPerson, dashboard_router
+from callplane.errors import Conflict, InvalidInput
+from callplane.http.deps import SessionDep
+from callplane.kit.tenancy import select_owned
+from callplane.models.agents import AgentCommit
+from callplane.users.service import Person
+from callplane.voices.service import list_voices
+
+router = dashboard_router()
+HISTORY = 20
+#: The editor's own fields; every other key is edited as JSON beside them.
+EDITED = ("prompt", "first_message", "voice_id", "tools")
+
+
+def _author(person: Person) -> str:
+    return f"user:{person.email}"
+
+
+def _go(request: Request, path: str, **query: str) -> RedirectResponse:
+    base = request.scope.get("root_path", "")
+    tail = "&".join(f"{k}={quote(v, safe='')}" for k, v in query.items() if v)
+    return RedirectResponse(f"{base}{path}{'?' + tail if tail else ''}", 303)
+
+
+@router.get("/agents")
+async def agents_page(request: Request, session: SessionDep, person: CurrentPerson) -> Response:
+    agents, total = await service.list_agents(
+        session, person.organization_id, page=1, page_size=100
+    )
+    return render(request, "agents.html", section="agents", agents=agents, total=total, error=None)
+
+
+@router.post("/agents")
+async def create(request: Request, session: SessionDep, person: CurrentPerson) -> Response:
+    form = await fields(request)
+    name = form.get("name", "").strip()
+    try:
+        if not 1 <= len(name) <= 255:
+            raise InvalidInput("name: must be 1 to 255 characters")
+        agent, _secret = await service.create_agent(
+            session,
+            person.organization_id,
+            name=name,
+            config={},
+            message="Created in the dashboard",
+            author=_author(person),
+        )
+    except InvalidInput as exc:
+        agents, total = await service.list_agents(
+            session, person.organization_id, page=1, page_size=100
+        )
+        return render(
+            request,
+            "agents.html",
+            422,
+            section="agents",
+            agents=agents,
+            total=total,
+            error=exc.message,
+        )
+    return _go(request, f"/agents/{agent.uuid}", notice="Agent created.")
+
+
+async def _page(
+    request: Request,
+    session: Any,
+    person: Person,
+    agent_uuid: uuid.UUID,
+    branch: str,
+    status: int = 200,
+    errors: list[str] | None = None,
+    draft: dict[str, str] | None = None,
+    notice: str | None = None,
+) -> Response:
+    org = person.organization_id
+    agent = await service.get_agent(session, org, agent_uuid)
+    shown = await wire.agent_wire(session, org, agent)
+    names = [b["name"] for b in shown["branches"]]
+    branch = branch if branch in names else MAIN
+    head = await service.resolve_ref(session, org, agent.id, branch)
+    config = head.config if head else {}
+    _, commits, total = await service.list_commits(
+        session, org, agent_uuid, branch=branch, page=1, page_size=HISTORY
+    )
+    parent_ids = {uuid.UUID(c.parents[0]) for c in commits if c.parents}
+    parents: dict[str, dict[str, Any]] = {}
+    if parent_ids:
+        rows = await session.execute(
+            select_owned(AgentCommit, org, AgentCommit.id, AgentCommit.config).where(
+                AgentCommit.id.in_(list(parent_ids))
+            )
+        )
+        parents = {str(commit_id): cfg for commit_id, cfg in rows}
+    history = [
+        {
+            "commit": c,
+            "changes": diff_configs(parents.get(c.parents[0], {}) if c.parents else {}, c.config),
+            "is_head": head is not None and c.id == head.id,
+        }
+        for c in commits
+    ]
+    others = {k: v for k, v in config.items() if k not in EDITED}
+    values = draft or {
+        "prompt": config.get("prompt", ""),
+        "first_message": config.get("first_message", ""),
+        "voice_id": config.get("voice_id", ""),
+        "tools": json.dumps(config.get("tools", []), indent=2, ensure_ascii=False),
+        "settings": json.dumps(others, indent=2, ensure_ascii=False),
+        "message": "",
+    }
+    return render(
+        request,
+        "agent.html",
+        status,
+        section="agents",
+        agent=shown,
+        branch=branch,
+        branches=shown["branches"],
+        head=head,
+        history=history,
+        total=total,
+        values=values,
+        voices=await list_voices(session, org),
+        errors=errors or [],
+        notice=notice or request.query_params.get("notice"),
+    )
+
+
+@router.get("/agents/{agent_uuid}")
+async def agent_page(
+    request: Request,
+    agent_uuid: uuid.UUID,
+    session: SessionDep,
+    person: CurrentPerson,
+    branch: str = MAIN,
+) -> Response:
+    return await _page(request, session, person, agent_uuid, branch)
+
+
+def _json(text: str, label: str) -> Any:
+    try:
+        return json.loads(text) if text.strip() else None
+    except ValueError:
+        raise InvalidInput(f"{label}: not valid JSON") from None
+
+
+@router.post("/agents/{agent_uuid}/commit")
+async def commit(
+    request: Request, agent_uuid: uuid.UUID, session: SessionDep, person: CurrentPerson
+) -> Response:
+    form = await fields(request)
+    branch = form.get("branch", MAIN)
+    try:
+        settings = _json(form.get("settings", ""), "Other settings") or {}
+        if not isinstance(settings, dict):
+            raise InvalidInput("Other settings: must be a JSON object")
+        config = {k: v for k, v in settings.items() if k not in EDITED}
+        for key in ("prompt", "first_message", "voice_id"):
+            if form.get(key, "").strip():
+                config[key] = form[key]
+        tools = _json(form.get("tools", ""), "Tools")
+        if tools:
+            config["tools"] = tools
+        made, created = await service.create_commit(
+            session,
+            person.organization_id,
+            agent_uuid,
+            CommitCreate(
+                branch=branch,
+                config=config,
+                message=form.get("message", "").strip()[:2000] or "Edited in the dashboard",
+                expected_head=uuid.UUID(form["expected_head"])
+                if form.get("expected_head")
+                else None,
+            ),
+            author=_author(person),
+        )
+    except (InvalidInput, Conflict) as exc:
+        return await _page(
+            request, session, person, agent_uuid, branch, 422, exc.errors, draft=form
+        )
+    notice = "Committed." if created else "Nothing changed: the config equals the head's."
+    return _go(request, f"/agents/{agent_uuid}", branch=branch, notice=notice)
+
+
+@router.post("/agents/{agent_uuid}/rollback")
+async def rollback(
+    request: Request, agent_uuid: uuid.UUID, session: SessionDep, person: CurrentPerson
+) -> Response:
+    """A new commit whose config is an older commit's (``revert_to``): history is kept."""
+    form = await fields(request)
+    branch = form.get("branch", MAIN)
+    try:
+        target = uuid.UUID(form.get("commit", ""))
+        await service.create_commit(
+            session,
+            person.organization_id,
+            agent_uuid,
+            CommitCreate(branch=branch, revert_to=target, message=f"Roll back to {target}"),
+            author=_author(person),
+        )
+    except ValueError:
+        return await _page(request, session, person, agent_uuid, branch, 422, ["No such commit"])
+    except (InvalidInput, Conflict) as exc:
+        return await _page(request, session, person, agent_uuid, branch, 422, exc.errors)
+    return _go(request, f"/agents/{agent_uuid}", branch=branch, notice="Rolled back.")
+
+
+@router.post("/agents/{agent_uuid}/branches")
+async def create_branch(
+    request: Request, agent_uuid: uuid.UUID, session: SessionDep, person: CurrentPerson
+) -> Response:
+    form = await fields(request)
+    name = form.get("name", "").strip()
+    try:
+        await branches.create_branch(
+            session, person.organization_id, agent_uuid, name, form.get("from", MAIN) or MAIN
+        )
+    except (InvalidInput, Conflict) as exc:
+        return await _page(request, session, person, agent_uuid, MAIN, 422, exc.errors)
+    return _go(request, f"/agents/{agent_uuid}", branch=name, notice=f"Branch {name} created.")
+
+
+@router.post("/agents/{agent_uuid}/merge")
+async def merge(
+    request: Request, agent_uuid: uuid.UUID, session: SessionDep, person: CurrentPerson
+) -> Response:
+    form = await fields(request)
+    name, into = form.get("branch", ""), form.get("into", MAIN) or MAIN
+    try:
+        await branches.merge_branch(
+            session,
+            person.organization_id,
+            agent_uuid,
+            name,
+            into,
+            None,
+            author=_author(person),
+        )
+    except (InvalidInput, Conflict) as exc:
+        errors = [f"Merging {name} into {into} failed: {exc.message}", *exc.errors]
+        return await _page(request, session, person, agent_uuid, name, 409, errors)
+    return _go(request, f"/agents/{agent_uuid}", branch=into, notice=f"Merged {name} into {into}.")
+
+
+@router.post("/agents/{agent_uuid}/branches/delete")
+async def delete_branch(
+    request: Request, agent_uuid: uuid.UUID, session: SessionDep, person: CurrentPerson
+) -> Response:
+    form = await fields(request)
+    try:
+        await branches.delete_branch(
+            session, person.organization_id, agent_uuid, form.get("branch", "")
+        )
+    except Conflict as exc:
+        return await _page(request, session, person, agent_uuid, MAIN, 409, exc.errors)
+    return _go(request, f"/agents/{agent_uuid}", notice="Branch deleted.")
+
+
+@router.post("/agents/{agent_uuid}/test-call")
+async def test_call(
+    request: Request, agent_uuid: uuid.UUID, session: SessionDep, person: CurrentPerson
+) -> Response:
+    """A call on the branch's head, exactly as ``POST /v1/calls`` with ``agent_id`` places it."""
+    form = await fields(request)
+    branch = form.get("branch", MAIN)
+    try:
+        params = _json(form.get("params", ""), "Variables") or {}
+        body = CallCreate.model_validate(
+            {
+                "to_number": form.get("to_number", ""),
+                "agent_id": str(agent_uuid),
+                "agent_branch_name": branch,
+                "params": params,
+            }
+        )
+        call = await commands.place_call(session, person.organization_id, body)
+    except InvalidInput as exc:
+        return await _page(request, session, person, agent_uuid, branch, 422, exc.errors)
+    except ValueError as exc:  # pydantic's ValidationError
+        return await _page(
+            request, session, person, agent_uuid, branch, 422, [f"Test call not placed: {exc}"]
+        )
+    return _go(request, f"/calls/{call.id}")
