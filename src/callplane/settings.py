@@ -80,6 +80,13 @@ class Settings(BaseSettings):
     webhook_retry_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
     webhook_allow_private_networks: bool = False
 
+    # Observability (issue 29, docs/metrics.md): /metrics needs this bearer token (unset: the
+    # API does not serve it); a process with a metrics address serves them there too.
+    metrics_token: str | None = None
+    metrics_listen: str | None = None
+    #: The turn latency goal the overview and the alert rules compare the p95 against.
+    turn_latency_goal_ms: int = Field(default=1000, gt=0)
+
     @field_validator("public_url")
     @classmethod
     def _strip_trailing_slash(cls, value: str) -> str:
@@ -111,6 +118,8 @@ class Settings(BaseSettings):
         "whisper_model_dir",
         "sip_trunk",
         "sip_advertised_host",
+        "metrics_token",
+        "metrics_listen",
         mode="before",
     )
     @classmethod

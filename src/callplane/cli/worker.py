@@ -26,13 +26,16 @@ def worker(
     """Run the call engine: dispatch calls, hold conversations, deliver webhooks."""
     from callplane.engine.worker import Engine
     from callplane.kit.logs import configure_logging
+    from callplane.observability import exposition, tracing
     from callplane.runtime import Runtime
 
     settings = Settings()
     configure_logging(settings.log_level)
+    tracing.configure()
 
     async def _run() -> None:
         runtime = Runtime.build(settings)
+        stop_metrics = await exposition.start_listener(runtime)  # CALLPLANE_METRICS_LISTEN
         try:
             engine = Engine(runtime, concurrency=concurrency)
             stop = asyncio.Event()
@@ -44,6 +47,7 @@ def worker(
             await stop.wait()
             await engine.stop()
         finally:
+            await stop_metrics()
             await runtime.close()
 
     asyncio.run(_run())

@@ -29,6 +29,8 @@ from callplane.models.base import Base, utcnow
 from callplane.models.calls import Call
 from callplane.models.external_calls import Recording
 from callplane.models.phone_numbers import PhoneNumber
+from callplane.observability import metrics
+from callplane.observability.tracing import traced
 from callplane.recordings.service import put_call_recording
 from callplane.runtime import Runtime
 from callplane.speech.answering import detect_answered_by
@@ -60,6 +62,7 @@ async def dispatch(engine: Engine) -> bool:
     if want <= 0:
         return False
     calls = await engine.transact(claim_calls, engine.worker_id, want)
+    metrics.observe_claims(calls, utcnow())
     for call in calls:
         ref = CallRef(call.organization_id, call.id, engine.worker_id)
         engine.hold(ref, place_call(engine, call, ref))
@@ -89,7 +92,8 @@ async def place_call(engine: Engine, call: Call, ref: CallRef) -> None:
     )
     try:
         connection = await asyncio.wait_for(
-            engine.adapter.dial(request), settings.ring_timeout_seconds + DIAL_MARGIN_SECONDS
+            traced("dial", engine.adapter.dial(request)),
+            settings.ring_timeout_seconds + DIAL_MARGIN_SECONDS,
         )
     except DialFailed as failure:
         await engine.moves.apply(lifecycle.dial_failed(ref, failure.outcome, failure.reason))
@@ -123,6 +127,7 @@ async def converse(engine: Engine, call: Call, ref: CallRef, connection: Connect
     """Hold the conversation of an answered call, then complete it (in_progress → completed)."""
     context = CallContext.from_call(call)
     reason = "the far end hung up"
+    metrics.calls_in_progress.inc()
     # The maximum length counts from the answer: listening for who answered is part of the call.
     answered_for = (utcnow() - call.started_at).total_seconds() if call.started_at else 0.0
     try:
@@ -141,6 +146,7 @@ async def converse(engine: Engine, call: Call, ref: CallRef, connection: Connect
         log.exception("conversation failed", extra={"call_id": str(call.id)})
         reason = "the conversation failed"
     finally:
+        metrics.calls_in_progress.dec()
         await _finish(engine, context, ref, connection, reason)
 
 
@@ -148,7 +154,7 @@ async def _finish(
     engine: Engine, context: CallContext, ref: CallRef, connection: Connection, reason: str
 ) -> None:
     with contextlib.suppress(Exception):
-        await connection.hangup()
+        await traced("hang-up", connection.hangup())
     ended_at = utcnow()
     stored: list[tuple[type[Base], dict[str, Any]]] = []
     try:
@@ -182,7 +188,7 @@ async def _finish(
     if completed is None:
         return
     try:
-        await after_call(context, engine.services)
+        await traced("analysis", after_call(context, engine.services))
     except Exception:
         log.exception("after-call work failed", extra={"call_id": str(ref.call_id)})
 

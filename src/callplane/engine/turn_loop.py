@@ -36,6 +36,7 @@ from callplane.brain import (
 )
 from callplane.engine.listening import CallerEvent, CallerGone, CallerSaid, CallerSpeaking, Listener
 from callplane.engine.speaking import Speaker
+from callplane.observability import metrics, turns
 from callplane.telephony.base import Connection
 
 log = logging.getLogger("callplane.engine.turns")
@@ -133,7 +134,7 @@ class TurnLoop:
             await self._settle()
             self.transcript.add(event.started_at, role="user", text=event.text)
             if self.brain is not None:
-                self._start(self._answer(event.ended_at))
+                self._start(self._answer(event.ended_at, turns.heard(event)))
 
     def _heard_since(self, at: float) -> bool:
         """Whether the agent is being heard and was already when the caller began at ``at``
@@ -179,7 +180,9 @@ class TurnLoop:
         finally:
             self._close_line(None)
 
-    async def _answer(self, caller_ended_at: float | None) -> None:
+    async def _answer(
+        self, caller_ended_at: float | None, timing: turns.TurnTiming | None = None
+    ) -> None:
         assert self.brain is not None
         messages = conversation_messages(self.agent.call_prompt, self.transcript.entries)
         stream: asyncio.Queue[ReplyEvent | BrainError | None] = asyncio.Queue()
@@ -191,6 +194,7 @@ class TurnLoop:
                 if isinstance(item, BrainError):
                     raise item
                 if isinstance(item, TextDelta):
+                    turns.token(timing)
                     for sentence in splitter.feed(item.text):
                         await self.speaker.say(sentence)
                 else:
@@ -211,6 +215,9 @@ class TurnLoop:
                 function_name=call.name,
                 arguments=call.arguments,
             )
+        await turns.report(
+            timing, self.speaker.first_media_at, self.transcript.elapsed, self.report
+        )
         if any(call.name == "end_call" for call in tool_calls):
             await self._hang_up()
 
@@ -234,6 +241,7 @@ class TurnLoop:
     async def _apologise(self, error: BrainError) -> None:
         log.warning("the brain failed; apologising and hanging up", extra={"error": str(error)})
         self._hanging_up = True
+        metrics.count_brain_error(error)
         with contextlib.suppress(Exception):
             await self.report("agent.brain_error", {"error": str(error)})
         await self.speaker.say(APOLOGY)

@@ -27,6 +27,8 @@ from callplane.engine.lifecycle import CallRef
 from callplane.engine.tasks import WORKER_TASKS, WorkerTask, worker_tasks
 from callplane.kit import wakeups
 from callplane.kit.db import async_url
+from callplane.observability.logcontext import call_context
+from callplane.observability.tracing import traced_call
 from callplane.runtime import Runtime
 from callplane.telephony.base import TelephonyAdapter
 
@@ -203,7 +205,11 @@ class Engine:
     def hold(self, ref: CallRef, call: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run a call's coroutine as a task of this worker; its lease is renewed meanwhile."""
         self.held.add(ref)
-        task = asyncio.create_task(call, name=f"call-{ref.call_id}")
+        task = asyncio.create_task(
+            traced_call(ref.call_id, call),
+            name=f"call-{ref.call_id}",
+            context=call_context(ref.organization_id, ref.call_id),  # issue 29: log fields
+        )
         self.calls.add(task)
 
         def done(finished: asyncio.Task[None]) -> None:
