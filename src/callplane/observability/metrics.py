@@ -143,6 +143,9 @@ SCRAPE_GAUGES = {
     ),
 }
 
+#: DESIGN §10's terminal statuses (``engine.lifecycle.TERMINAL``; not imported: only cli/ and
+#: app.py may import the engine).
+TERMINAL_STATUSES = frozenset({"completed", "failed", "no_answer", "busy", "cancelled"})
 _DIRECTIONS = frozenset({"inbound", "outbound"})
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -160,15 +163,20 @@ def code_label(code: int) -> str:
 
 def count_moves(requests: Sequence[MoveRequest], results: Sequence[Call | None]) -> None:
     """The calls that just reached a terminal status (``engine.lifecycle.apply_moves``)."""
-    from callplane.engine.lifecycle import LEASE_EXPIRED, TERMINAL
-
     for request, call in zip(requests, results, strict=True):
-        if call is None or request.step.target not in TERMINAL:
+        if call is None or request.step.target not in TERMINAL_STATUSES:
             continue
         direction = call.direction if call.direction in _DIRECTIONS else "outbound"
         calls_finished.labels(request.step.target, direction).inc()
-        if request.step is LEASE_EXPIRED:
+        if request.lease_expired:
             lease_expirations.inc()
+
+
+def count_cancelled(call: Call | None) -> None:
+    """A call cancelled through the API (``calls.service.cancel_call``), if it was."""
+    if call is not None:
+        direction = call.direction if call.direction in _DIRECTIONS else "outbound"
+        calls_finished.labels("cancelled", direction).inc()
 
 
 def observe_claims(calls: Sequence[Call], now: Any) -> None:
@@ -212,5 +220,15 @@ def count_tool_call(tool_type: str, ok: bool, seconds: float) -> None:
     tool_duration.labels(tool_type).observe(seconds)
 
 
-def count_sip_response(code: int, direction: str) -> None:
-    sip_responses.labels(code_label(code), "sent" if direction == "sent" else "received").inc()
+def count_sip_message(message: Any, direction: str) -> None:
+    """A SIP message sent or received (``telephony.sip``); only responses are counted."""
+    code = getattr(message, "status_code", None)
+    if isinstance(code, int):
+        sip_responses.labels(code_label(code), "sent" if direction == "sent" else "received").inc()
+
+
+def count_rtp_stats(stats: dict[str, Any]) -> None:
+    """An RTP session's statistics when it closes (``telephony.media``)."""
+    lost = stats.get("packets_lost")
+    if isinstance(lost, int) and lost > 0:
+        rtp_packets_lost.inc(lost)

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiortp import RTPSession
 
+from callplane.observability.metrics import count_rtp_stats
 from callplane.telephony.base import (
     FRAME_BYTES,
     FRAME_MS,
@@ -168,6 +169,7 @@ class SipConnection(Connection):
         self._incoming_ready.set()
         if self._sender is not None and self._sender is not asyncio.current_task():
             self._sender.cancel()
+        count_rtp_stats(self._rtp.stats)  # issue 29
         await self._rtp.close()
         logger.info(
             "call %s: ended by %s after %.1f s",

@@ -38,6 +38,7 @@ from aiosipua import (
 )
 from aiosipua.sdp import SdpNegotiationError
 
+from callplane.observability.metrics import count_sip_message
 from callplane.telephony.base import (
     Connection,
     DialFailed,
@@ -193,6 +194,7 @@ class SipAdapter(TelephonyAdapter):
     def _send(self, message: SipRequest | SipResponse, addr: tuple[str, int]) -> None:
         if self._transport is not None:
             self._transport.send(message, addr)
+            count_sip_message(message, "sent")  # issue 29
 
     # -- outbound -------------------------------------------------------------------------
 
@@ -328,6 +330,7 @@ class SipAdapter(TelephonyAdapter):
             logger.exception("SIP message from %s:%d could not be handled", *addr)
 
     def _on_response(self, response: SipResponse, addr: tuple[str, int]) -> None:
+        count_sip_message(response, "received")  # issue 29
         call_id, cseq = response.call_id or "", response.cseq
         if cseq is None:
             return
