@@ -40,6 +40,15 @@ ALLOWED_LABELS = {
 _ID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}|\+?[0-9]{5,}")
 
 
+class Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     found = {}
     for family in text_string_to_metric_families(text):
@@ -166,9 +175,8 @@ async def test_the_request_id_is_echoed_and_on_the_log_lines_of_the_request(
     app = await make_app(log_level="info")
     handler = logging.getLogger("callplane").handlers[0]
     assert any(isinstance(f, logcontext.ContextFilter) for f in handler.filters)
-    records: list[logging.LogRecord] = []
-    capture = logging.Handler()
-    capture.emit = records.append  # type: ignore[method-assign]
+    capture = Capture()
+    records = capture.records
     for each in handler.filters:
         capture.addFilter(each)
     logging.getLogger("callplane").addHandler(capture)
@@ -182,9 +190,8 @@ async def test_the_request_id_is_echoed_and_on_the_log_lines_of_the_request(
 
 
 async def test_log_lines_about_a_call_carry_its_ids() -> None:
-    records: list[logging.LogRecord] = []
-    capture = logging.Handler()
-    capture.emit = records.append  # type: ignore[method-assign]
+    capture = Capture()
+    records = capture.records
     capture.addFilter(logcontext.ContextFilter())
     log = logging.getLogger("callplane.test.calls")
     log.addHandler(capture)
