@@ -111,6 +111,8 @@ class CallEvent(Base):
             ["calls.organization_id", "calls.id"],
             ondelete="CASCADE",
         ),
+        # The overview (issue 29): an organization's events of one type by time.
+        Index("ix_call_events_organization_id_type_at", "organization_id", "type", "at"),
     )
 
     organization_id: Mapped[int] = mapped_column(primary_key=True)

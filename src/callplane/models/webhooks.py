@@ -117,6 +117,8 @@ class WebhookDelivery(Base):
             "created_at",
             "id",
         ),
+        # The overview (issue 29): an organization's attempts by time, for the failure rate.
+        Index("ix_webhook_deliveries_organization_id_created_at", "organization_id", "created_at"),
     )
 
     organization_id: Mapped[int] = mapped_column(primary_key=True)
