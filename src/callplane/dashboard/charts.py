@@ -82,7 +82,7 @@ def paired_bars(
     height, left, bottom, top = 200, 48, 28, 10
     plot_h = height - bottom - top
     numbers = [v for series in values.values() for v in series if v is not None]
-    peak = max([*numbers, goal or 0, 1])
+    peak = max([*numbers, (goal or 0) * 1.15, 1])  # room for the goal line's label
     group = (width - left - 10) / max(len(labels), 1)
     bar = group * 0.7 / max(len(values), 1)
     shades = ["#3182ce", "#c53030", "#2f855a", "#d69e2e"]
