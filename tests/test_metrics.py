@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from callplane.observability import logcontext
 from callplane.observability.turns import EVENT_TYPE
 from tests.conftest import client_for
+from tests.dashboard_support import browser_client, make_person, sign_in
 from tests.engine_support import create_call, engine_app, events_of, wait_for_call
 from tests.factories import make_org
 from tests.llm_stub import StubLLM
@@ -118,6 +119,10 @@ async def test_calls_and_requests_are_counted_with_bounded_labels(
         finished = [await wait_for_call(client, org, call_id, within=30) for org, call_id in calls]
         await wait_for_call(client, orgs[0], busy)
         events = await events_of(client, *calls[0])
+        person = await make_person(app, calls[0][0])
+        async with browser_client(app) as dashboard:
+            await sign_in(dashboard, person.email, person.password)
+            call_page = (await dashboard.get(f"/dashboard/calls/{calls[0][1]}")).text
         after = await scrape(client)
         text = (await client.get("/metrics", headers=AUTH)).text
 
@@ -167,6 +172,9 @@ async def test_calls_and_requests_are_counted_with_bounded_labels(
         assert abs(sum(turn[p] for p in phases) - turn["total_ms"]) <= 4
         assert turn["caller_ended_at"] <= turn["agent_started_at"]
         assert min(abs(turn["agent_started_at"] - s) for s in agent_stamps) <= 0.01
+    # The dashboard's call page shows each turn's breakdown on the agent's line it led to.
+    assert call_page.count('<small class="latency"') == len(latencies)
+    assert f"{latencies[0]['total_ms']} ms: end of turn" in call_page
 
 
 async def test_the_request_id_is_echoed_and_on_the_log_lines_of_the_request(

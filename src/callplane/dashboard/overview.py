@@ -10,6 +10,7 @@ are computed here from the rows those return.
 from __future__ import annotations
 
 import math
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,6 +29,7 @@ from callplane.kit.tenancy import select_owned
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, CallEvent
 from callplane.models.webhooks import WebhookDelivery
+from callplane.observability import turns
 
 router = dashboard_router()
 
@@ -237,6 +239,19 @@ async def outcomes_by_commit(
         commits[commit].average_duration = sum(values) / len(values)
     recent = sorted(commits, key=lambda c: latest[c], reverse=True)[:COMMITS]
     return [commits[c] for c in recent]
+
+
+async def call_turn_latencies(
+    session: AsyncSession, org: int, call_id: uuid.UUID, transcript: list[dict[str, Any]]
+) -> dict[int, dict[str, Any]]:
+    """The call page's latency per agent line (``observability.turns``): the call's
+    ``agent.turn_latency`` events, placed on the transcript by their timestamps."""
+    rows = await session.scalars(
+        select_owned(CallEvent, org, CallEvent.data)
+        .where(CallEvent.call_uuid == call_id, CallEvent.type == TURN_EVENT)
+        .order_by(CallEvent.sequence)
+    )
+    return turns.by_transcript_line(transcript, [d for d in rows if isinstance(d, dict)])
 
 
 def _answers(results: Any) -> list[str]:

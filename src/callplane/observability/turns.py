@@ -90,6 +90,22 @@ async def report(
         await write(EVENT_TYPE, data)
 
 
-def latencies_by_turn(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The turn latency events of a call, in order (for the dashboard's call page)."""
-    return [e["data"] for e in events if e.get("type") == EVENT_TYPE and e.get("data")]
+def by_transcript_line(
+    transcript: list[dict[str, Any]], latencies: list[dict[str, Any]]
+) -> dict[int, dict[str, Any]]:
+    """Each turn's measurement keyed by the index of the agent's line it led to: the line whose
+    ``timestamp`` is the turn's ``agent_started_at`` (the same clock, rounded alike)."""
+    lines = [
+        (i, entry.get("timestamp"))
+        for i, entry in enumerate(transcript)
+        if entry.get("role") == "assistant" and entry.get("text")
+    ]
+    found: dict[int, dict[str, Any]] = {}
+    for latency in latencies:
+        at = latency.get("agent_started_at")
+        if not isinstance(at, int | float):
+            continue
+        close = [(abs(stamp - at), i) for i, stamp in lines if isinstance(stamp, int | float)]
+        if close and min(close)[0] <= 0.05:
+            found[min(close)[1]] = latency
+    return found
