@@ -101,7 +101,8 @@ def _compile(routes: list[BaseRoute]) -> tuple[re.Pattern[str], list[str]]:
     for context in iter_route_contexts(routes):
         regex = getattr(context, "path_regex", None)
         path = getattr(context, "path", None)
-        if isinstance(regex, re.Pattern) and isinstance(path, str) and path:
+        methods = getattr(context, "methods", None)  # none: a mount, matched below
+        if isinstance(regex, re.Pattern) and isinstance(path, str) and path and methods:
             entries.append((regex, path))
     entries += [
         (route.path_regex, f"{route.path}/{{path}}") for route in routes if isinstance(route, Mount)
