@@ -220,3 +220,32 @@ async def test_log_lines_about_a_call_carry_its_ids() -> None:
     assert (inside.call_id, inside.organization_id) == (str(call), 7)  # type: ignore[attr-defined]
     assert named.call_id == "kept"  # type: ignore[attr-defined]
     assert not hasattr(outside, "call_id")
+
+
+async def _get(address: str, path: str, headers: str = "") -> bytes:
+    host, port = address.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode())
+    answer = await reader.read()
+    writer.close()
+    return answer
+
+
+async def test_a_metrics_address_of_its_own(make_app: Any) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+    app = await make_app(metrics_listen=address, metrics_token=TOKEN)
+    # A second process of the same host finds the address taken, and starts all the same.
+    await make_app(metrics_listen=address)
+    async with client_for(app) as client:
+        await client.get("/healthz")
+    assert (await _get(address, "/metrics")).startswith(b"HTTP/1.0 401")
+    assert (await _get(address, "/other", f"Authorization: Bearer {TOKEN}\r\n")).startswith(
+        b"HTTP/1.0 404"
+    )
+    answer = await _get(address, "/metrics", f"Authorization: Bearer {TOKEN}\r\n")
+    assert answer.startswith(b"HTTP/1.0 200")
+    assert b'callplane_http_requests_total{method="GET",route="/healthz",status="200"}' in answer

@@ -164,8 +164,15 @@ async def start_listener(runtime: Runtime) -> Callable[[], Awaitable[None]]:
             finally:
                 writer.close()
 
-        server = await asyncio.start_server(serve, host, port)
-        log.info("metrics listening", extra={"address": address})
+        try:
+            server = await asyncio.start_server(serve, host, port)
+            log.info("metrics listening", extra={"address": address})
+        except OSError as exc:
+            # Another process of this host holds the address (``serve --workers N``): in
+            # multiprocess mode it serves every process's totals, this one's included.
+            log.warning(
+                "metrics address unavailable", extra={"address": address, "error": str(exc)}
+            )
 
     async def stop() -> None:
         if server is not None:
