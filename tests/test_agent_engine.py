@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.agents_support import commit, create_agent, head
 from tests.conftest import client_for
-from tests.engine_support import create_call, events_of, engine_app, wait_for_call
+from tests.engine_support import create_call, engine_app, events_of, wait_for_call
 from tests.factories import make_org
 
 TO = "+14155550123"

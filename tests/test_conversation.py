@@ -135,6 +135,7 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
     assert feeling["output_config"] == SENTIMENT
     assert booked["result"] is None and "invalid twice" in booked["error"]
 
+    events = [e for e in events if e["type"] != "agent.turn_latency"]  # issue 29's, per turn
     types = [e["type"] for e in events]
     assert types[:3] == ["call.dialing", "call.in_progress", "call.ended"]
     assert events[2]["data"]["reason"] == "the agent hung up"

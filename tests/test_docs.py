@@ -9,7 +9,9 @@ import pytest
 from callplane.cli.main import app as cli_app
 from callplane.settings import Settings
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+# The README and the topic documents it links to (docs/*.md).
+README = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))])
 
 
 @pytest.mark.parametrize("field", sorted(Settings.model_fields))

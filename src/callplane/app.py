@@ -25,6 +25,8 @@ from callplane.http.middleware import RequestContextMiddleware
 from callplane.http.responses import JSONResponse, json_response
 from callplane.http.v1 import include_v1
 from callplane.kit.logs import configure_logging
+from callplane.observability import exposition, tracing
+from callplane.observability.middleware import HttpMetrics
 from callplane.runtime import Runtime
 from callplane.settings import Settings
 
@@ -38,12 +40,14 @@ feedback notes, phone numbers, voices, call tags and external calls. Every route
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings.log_level)
+    tracing.configure()
     runtime = Runtime.build(settings)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(purge_task(runtime))
+            await stack.enter_async_context(exposition.metrics_listener(runtime))
             app.state.engine = await stack.enter_async_context(embedded_engine(runtime))
             app.state.web_calls = await stack.enter_async_context(web_call_host(runtime))
             yield
@@ -65,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     include_v1(app)
     app.mount("/dashboard", create_dashboard(runtime))
     _add_operational_routes(app, runtime)
+    exposition.install(app, runtime)
     errors.install(app)
     openapi.install(app)
     # Middleware, innermost first: the two hottest custom-data requests and the two external
@@ -77,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CrashBarrier)
     app.add_middleware(HttpConventions)
     add_cors(app, cors_origins(settings.cors_origins))
+    app.add_middleware(HttpMetrics, routes=app.routes)  # issue 29: by route template
     app.add_middleware(RequestContextMiddleware)
     proxies = trusted_proxies(settings.trusted_proxies)
     if proxies:

@@ -90,6 +90,12 @@ class Settings(BaseSettings):
     drain_seconds: float = Field(default=1800.0, ge=0)
     #: A call whose far end sends no RTP for this long is ended (``completed``).
     media_timeout_seconds: float = Field(default=30.0, gt=0)
+    # Observability (issue 29, docs/metrics.md): /metrics needs this bearer token (unset: the
+    # API does not serve it); a process with a metrics address serves them there too.
+    metrics_token: str | None = None
+    metrics_listen: str | None = None
+    #: The turn latency goal the overview and the alert rules compare the p95 against.
+    turn_latency_goal_ms: int = Field(default=1000, gt=0)
 
     @field_validator("public_url")
     @classmethod
@@ -123,6 +129,8 @@ class Settings(BaseSettings):
         "sip_trunk",
         "sip_advertised_host",
         "sip_advertise",
+        "metrics_token",
+        "metrics_listen",
         mode="before",
     )
     @classmethod

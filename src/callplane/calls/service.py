@@ -22,6 +22,7 @@ from callplane.models.base import utcnow
 from callplane.models.call_tags import CallTag
 from callplane.models.calls import Call, CallTagLink
 from callplane.models.voices import Voice
+from callplane.observability.metrics import count_cancelled
 from callplane.recordings.urls import call_recording_urls
 from callplane.runtime import Runtime
 
@@ -366,6 +367,7 @@ async def cancel_call(
         .returning(Call)
         .execution_options(synchronize_session=False)
     )
+    count_cancelled(cancelled)  # issue 29
     if cancelled is not None:
         return cancelled
     status = await session.scalar(

@@ -26,13 +26,16 @@ def worker(
     from callplane.engine.drain import StopSignals, drain
     from callplane.engine.worker import Engine
     from callplane.kit.logs import configure_logging
+    from callplane.observability import exposition, tracing
     from callplane.runtime import Runtime
 
     settings = Settings()
     configure_logging(settings.log_level)
+    tracing.configure()
 
     async def _run() -> None:
         runtime = Runtime.build(settings)
+        stop_metrics = await exposition.start_listener(runtime)  # CALLPLANE_METRICS_LISTEN
         try:
             engine = Engine(runtime, concurrency=concurrency)
             signals = StopSignals.install()
@@ -41,6 +44,7 @@ def worker(
             await signals.requested.wait()
             await drain(engine, settings.drain_seconds, signals.hurry)
         finally:
+            await stop_metrics()
             await runtime.close()
 
     asyncio.run(_run())

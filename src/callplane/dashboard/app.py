@@ -20,6 +20,7 @@ from callplane.dashboard import (
     external_calls,
     keys,
     numbers,
+    overview,
     people,
     tables,
     talk,
@@ -32,6 +33,7 @@ from callplane.runtime import Runtime
 log = logging.getLogger("callplane.dashboard")
 
 PAGES = (
+    overview.router,
     people.router,
     calls.router,
     contacts.router,
@@ -91,7 +93,7 @@ def create_dashboard(runtime: Runtime) -> FastAPI:
 
     @app.get("/", include_in_schema=False)
     async def home(request: Request) -> Response:
-        return RedirectResponse(f"{request.scope.get('root_path', '')}/calls", 303)
+        return RedirectResponse(f"{request.scope.get('root_path', '')}/overview", 303)
 
     app.mount("/static", StaticFiles(packages=[("callplane.dashboard", "static")]), name="static")
 

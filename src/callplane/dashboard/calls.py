@@ -14,6 +14,7 @@ from starlette.responses import RedirectResponse, Response
 from callplane.calls import commands, service
 from callplane.calls.schemas import CallCreate
 from callplane.dashboard.forms import fields
+from callplane.dashboard.overview import call_turn_latencies
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
 from callplane.errors import InvalidInput
@@ -121,7 +122,10 @@ async def call_page(
 ) -> Response:
     call = await service.get_call(session, person.organization_id, call_id)
     [wire] = await service.calls_wire(session, runtime_of(request), person.organization_id, [call])
-    return render(request, "call.html", section="calls", call=wire)
+    latency = await call_turn_latencies(
+        session, person.organization_id, call_id, wire.get("transcripts") or []
+    )
+    return render(request, "call.html", section="calls", call=wire, latency=latency)
 
 
 @router.post("/calls/{call_id}/cancel")

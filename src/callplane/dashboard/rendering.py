@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 NAV = (
+    ("overview", "Overview"),
     ("calls", "Calls"),
     ("contacts", "Contacts"),
     ("data", "Data tables"),

@@ -29,6 +29,8 @@ from callplane.models.base import Base, utcnow
 from callplane.models.calls import Call
 from callplane.models.external_calls import Recording
 from callplane.models.phone_numbers import PhoneNumber
+from callplane.observability import metrics
+from callplane.observability.tracing import traced
 from callplane.recordings.service import put_call_recording
 from callplane.runtime import Runtime
 from callplane.speech.answering import detect_answered_by
@@ -60,6 +62,7 @@ async def dispatch(board: Switchboard) -> bool:
     if want <= 0:
         return False
     calls = await board.jobs.transact(claim_calls, board.worker_id, want)
+    metrics.observe_claims(calls, utcnow())
     for call in calls:
         ref = CallRef(call.organization_id, call.id, board.worker_id)
         board.hold(ref, place_call(board, call, ref))
@@ -92,7 +95,8 @@ async def place_call(board: Switchboard, call: Call, ref: CallRef) -> None:
     )
     try:
         connection = await asyncio.wait_for(
-            board.adapter.dial(request), settings.ring_timeout_seconds + DIAL_MARGIN_SECONDS
+            traced("dial", board.adapter.dial(request)),
+            settings.ring_timeout_seconds + DIAL_MARGIN_SECONDS,
         )
     except DialFailed as failure:
         await board.moves.apply(lifecycle.dial_failed(ref, failure.outcome, failure.reason))
@@ -135,6 +139,7 @@ async def converse(
     grows (a web call's live view)."""
     context = context or CallContext.from_call(call)
     reason = "the far end hung up"
+    metrics.calls_in_progress.inc()
     try:
         reason = await hold_conversation(context, connection, board.services)
         reason = connection.end_reason or reason  # the network knows better (media timeout)
@@ -145,6 +150,7 @@ async def converse(
         log.exception("conversation failed", extra={"call_id": str(call.id)})
         reason = "the conversation failed"
     finally:
+        metrics.calls_in_progress.dec()
         await _finish(board, context, ref, connection, reason)
 
 
@@ -152,7 +158,7 @@ async def _finish(
     board: Switchboard, context: CallContext, ref: CallRef, connection: Connection, reason: str
 ) -> None:
     with contextlib.suppress(Exception):
-        await connection.hangup()
+        await traced("hang-up", connection.hangup())
     ended_at = utcnow()
     stored: list[tuple[type[Base], dict[str, Any]]] = []
     try:
@@ -186,7 +192,7 @@ async def _finish(
     if completed is None:
         return
     try:
-        await after_call(context, board.services)
+        await traced("analysis", after_call(context, board.services))
     except Exception:
         log.exception("after-call work failed", extra={"call_id": str(ref.call_id)})
 

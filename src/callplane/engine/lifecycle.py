@@ -42,6 +42,7 @@ from callplane.kit import wakeups
 from callplane.kit.tenancy import across_organizations
 from callplane.models.base import Base, utcnow
 from callplane.models.calls import Call
+from callplane.observability import metrics
 from callplane.runtime import Runtime
 from callplane.telephony.base import AnsweredBy, DialOutcome
 
@@ -190,6 +191,7 @@ async def apply_moves(
     for model, rows in inserts.items():
         await session.execute(insert(model), rows)
     await record_call_events(session, runtime, events)
+    metrics.count_moves([(r.step.target, r.lease_expired) for r in requests], results)
     if any(
         c is not None and r.step.target in TERMINAL for r, c in zip(requests, results, strict=True)
     ):

@@ -22,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
+from callplane.observability.metrics import observe_recognition
 from callplane.speech.base import Transcriber
 from callplane.speech.vad import SpeechPaused, SpeechStarted, TurnDetector, TurnEnded
 from callplane.telephony.base import SAMPLE_RATE, SAMPLE_WIDTH, AudioFrame, Connection, TextFrame
@@ -45,6 +46,8 @@ class CallerSaid:
     #: When the caller began and stopped speaking.
     started_at: float
     ended_at: float
+    #: When the listener declared the turn over (issue 29: the end-of-turn phase of latency).
+    declared_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ class Listener:
                         if guess is None or guessed_audio != event.audio:
                             guess = asyncio.create_task(self._recognise(event.audio))
                         ended = time.monotonic() - event.silence_seconds
-                        turn = CallerSaid("", speech_started, ended)
+                        turn = CallerSaid("", speech_started, ended, time.monotonic())
                         delivered = asyncio.create_task(_deliver(delivered, guess, turn, out))
                         guess, guessed_audio = None, b""
             if delivered is not None:
@@ -153,10 +156,12 @@ class Listener:
         if self._transcriber is None:
             return ""
         audio, rate = self._connection.recognition_audio(pcm)
+        started = time.monotonic()
         try:
             segments = await asyncio.to_thread(
                 self._transcriber.transcribe, audio, rate, hints=self._hints
             )
+            observe_recognition(len(pcm), time.monotonic() - started)
         except Exception:
             # One unrecognisable turn must not end the call: the caller can say it again.
             log.exception("speech recognition failed on a caller turn")
@@ -176,4 +181,4 @@ async def _deliver(
         await previous
     text = await recognition
     if text:
-        out.put_nowait(CallerSaid(text, turn.started_at, turn.ended_at))
+        out.put_nowait(CallerSaid(text, turn.started_at, turn.ended_at, turn.declared_at))

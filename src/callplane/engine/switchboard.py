@@ -15,6 +15,8 @@ from callplane.engine.conversation import ConversationServices
 from callplane.engine.lifecycle import CallRef
 from callplane.jobs import TaskContext
 from callplane.kit import wakeups
+from callplane.observability.logcontext import call_context
+from callplane.observability.tracing import traced_call
 from callplane.settings import Settings
 from callplane.telephony.base import TelephonyAdapter
 
@@ -44,7 +46,11 @@ class Switchboard:
     def hold(self, ref: CallRef, call: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run a call's coroutine as a task of this worker; its lease is renewed meanwhile."""
         self.held.add(ref)
-        task = asyncio.create_task(call, name=f"call-{ref.call_id}")
+        task = asyncio.create_task(
+            traced_call(ref.call_id, call),
+            name=f"call-{ref.call_id}",
+            context=call_context(ref.organization_id, ref.call_id),  # log lines carry the call
+        )
         self.calls.add(task)
 
         def done(finished: asyncio.Task[None]) -> None:

@@ -45,6 +45,7 @@ from callplane.engine.agent import AgentSpec
 from callplane.engine.listening import CallerEvent, CallerGone, CallerSaid, CallerSpeaking, Listener
 from callplane.engine.reply import Reply
 from callplane.engine.speaking import Speaker
+from callplane.observability import metrics, turns
 from callplane.telephony.base import Connection
 
 log = logging.getLogger("callplane.engine.turns")
@@ -217,7 +218,8 @@ class TurnLoop:
                 self._ending = True
                 self._start(lambda r: self._say_line(r, message, then_end=VOICEMAIL))
             elif self.brain is not None:
-                self._start(lambda r: self._answer(r, event.ended_at))
+                timing = turns.heard(event)
+                self._start(lambda r: self._answer(r, event.ended_at, timing))
 
     def _start(
         self, line: Callable[[Reply], Coroutine[Any, Any, None]], opening: bool = False
@@ -264,7 +266,12 @@ class TurnLoop:
             self._close_line(reply, None)
         await self._after_line(reply, then_end)
 
-    async def _answer(self, reply: Reply, caller_ended_at: float | None) -> None:
+    async def _answer(
+        self,
+        reply: Reply,
+        caller_ended_at: float | None,
+        timing: turns.TurnTiming | None = None,
+    ) -> None:
         assert self.brain is not None
         messages = conversation_messages(self.spec.prompt, self.transcript.entries)
         stream: asyncio.Queue[ReplyEvent | BrainError | None] = asyncio.Queue()
@@ -276,6 +283,7 @@ class TurnLoop:
                 if isinstance(item, BrainError):
                     raise item
                 if isinstance(item, TextDelta):
+                    turns.token(timing)
                     for sentence in splitter.feed(item.text):
                         await self.speaker.say(reply, sentence)
                 else:
@@ -296,6 +304,7 @@ class TurnLoop:
                 function_name=call.name,
                 arguments=call.arguments,
             )
+        await turns.report(timing, reply.first_media_at, self.transcript.elapsed, self.report)
         ends = any(call.name == "end_call" for call in tool_calls)
         await self._after_line(reply, AGENT_HANGUP if ends else None)
 
@@ -329,6 +338,7 @@ class TurnLoop:
     async def _apologise(self, reply: Reply, error: BrainError) -> None:
         log.warning("the brain failed; apologising and hanging up", extra={"error": str(error)})
         self._ending = True
+        metrics.count_brain_error(error)
         with contextlib.suppress(Exception):
             await self.report("agent.brain_error", {"error": str(error)})
         await self.speaker.say(reply, APOLOGY)

@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from callplane.observability.logcontext import ContextFilter
+
 _STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
 
@@ -29,6 +31,7 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
+    handler.addFilter(ContextFilter())  # call_id, organization_id, request_id (issue 29)
     root = logging.getLogger("callplane")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

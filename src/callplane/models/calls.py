@@ -113,6 +113,8 @@ class CallEvent(Base):
         ),
         # The retention purge takes the oldest events of every organization (engine/retention).
         Index("ix_call_events_at", "at"),
+        # The overview (issue 29): an organization's events of one type by time.
+        Index("ix_call_events_organization_id_type_at", "organization_id", "type", "at"),
     )
 
     organization_id: Mapped[int] = mapped_column(primary_key=True)

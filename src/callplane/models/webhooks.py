@@ -119,6 +119,8 @@ class WebhookDelivery(Base):
         ),
         # The retention purge takes the oldest attempts of every organization.
         Index("ix_webhook_deliveries_created_at", "created_at"),
+        # The overview (issue 29): an organization's attempts by time, for the failure rate.
+        Index("ix_webhook_deliveries_organization_id_created_at", "organization_id", "created_at"),
     )
 
     organization_id: Mapped[int] = mapped_column(primary_key=True)

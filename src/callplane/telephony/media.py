@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiortp import RTPSession
 
+from callplane.observability.metrics import count_rtp_stats
 from callplane.telephony.base import (
     FRAME_BYTES,
     FRAME_MS,
@@ -210,6 +211,7 @@ class SipConnection(Connection):
         for task in (self._sender, self._watchdog):
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
+        count_rtp_stats(self._rtp.stats)  # issue 29
         await self._rtp.close()
         logger.info(
             "call %s: ended by %s after %.1f s",

@@ -38,6 +38,7 @@ from aiosipua import (
 )
 from aiosipua.sdp import SdpNegotiationError
 
+from callplane.observability.metrics import count_sip_message
 from callplane.telephony.base import (
     Connection,
     DialFailed,
@@ -218,6 +219,7 @@ class SipAdapter(TelephonyAdapter):
     def _send(self, message: SipRequest | SipResponse, addr: tuple[str, int]) -> None:
         if self._transport is not None:
             self._transport.send(message, addr)
+            count_sip_message(message, "sent")  # issue 29
 
     # -- outbound -------------------------------------------------------------------------
 
@@ -382,6 +384,7 @@ class SipAdapter(TelephonyAdapter):
         return first is not None and again is not None and first.seq == again.seq
 
     def _on_response(self, response: SipResponse, addr: tuple[str, int]) -> None:
+        count_sip_message(response, "received")  # issue 29
         call_id, cseq = response.call_id or "", response.cseq
         if cseq is None:
             return

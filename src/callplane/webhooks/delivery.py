@@ -33,6 +33,7 @@ from callplane.kit import wakeups
 from callplane.kit.tenancy import across_organizations
 from callplane.models.base import utcnow
 from callplane.models.webhooks import WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookJob
+from callplane.observability.metrics import count_webhook_attempt
 from callplane.webhooks.network import webhook_transport
 from callplane.webhooks.signing import signed_headers
 
@@ -273,6 +274,9 @@ class Deliverer:
             next_at: datetime | None = None
             if not result.delivered and job.retries and job.attempt < len(delays):
                 next_at = max(first + timedelta(seconds=delays[job.attempt]), result.at)
+            count_webhook_attempt(
+                result.status_code, result.duration_ms, result.at, next_at is None
+            )
             log_rows.append(
                 {
                     "organization_id": job.organization_id,

@@ -1,7 +1,7 @@
 """web calls: the tokens a website starts a web call with
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 """
 
 from collections.abc import Sequence
@@ -12,7 +12,7 @@ from alembic import op
 from callplane.models.base import JSONType
 
 revision: str = "0016"
-down_revision: str | None = "0014"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
