@@ -42,6 +42,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            # Before the engine runs: no call ever waits for the key (callplane.deployment).
+            try:
+                await runtime.signer.secret(runtime.db)
+            except Exception:  # the database may come later; the key is then read on first use
+                log.exception("deployment key not loaded at start-up")
             await stack.enter_async_context(purge_task(runtime))
             app.state.engine = await stack.enter_async_context(embedded_engine(runtime))
             yield

@@ -11,6 +11,12 @@ begin with ``BEGIN IMMEDIATE``; here that statement runs with a zero busy timeou
 database is locked, is retried after an ``asyncio.sleep`` with growing pauses, so other requests
 keep being served meanwhile. In WAL mode nothing else waits: readers never block, and a writer
 holding the write lock commits without waiting for readers.
+
+So writers wait only on one another, and each write transaction is short. The one wait that can
+never end is a task opening a second write transaction while its first still holds the lock (the
+first cannot commit until the second begins): that is refused at once as a bug
+(``NestedWriteError``), instead of stalling the task, and every writer behind it, until the lock
+wait gives up.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -25,6 +32,34 @@ from typing import Any
 LOCK_WAIT_SECONDS = 10.0
 _FIRST_PAUSE = 0.0005
 _LONGEST_PAUSE = 0.02
+
+
+class NestedWriteError(sqlite3.OperationalError):
+    """A task began a write transaction while holding another one (see the module's doc)."""
+
+
+#: The connection whose write transaction each task began last (dropped with the task).
+_writing: weakref.WeakKeyDictionary[asyncio.Task[Any], sqlite3.Connection] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _refuse_nested(conn: sqlite3.Connection) -> None:
+    task = asyncio.current_task()
+    if task is None:
+        return
+    held = _writing.get(task)
+    if held is not None and held is not conn:
+        try:
+            nested = held.in_transaction
+        except sqlite3.ProgrammingError:  # closed
+            nested = False
+        if nested:
+            raise NestedWriteError(
+                "a write transaction was begun while this task holds another one; "
+                "commit the first, or do the work in it"
+            )
+    _writing[task] = conn
 
 
 def _is_locked(error: sqlite3.OperationalError) -> bool:
@@ -133,6 +168,7 @@ async def begin_immediate(
     cursor: sqlite3.Cursor | None = None,
 ) -> None:
     """Begin a write transaction, waiting for another writer's lock without holding the loop."""
+    _refuse_nested(conn)
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     pause = _FIRST_PAUSE
     run = cursor if cursor is not None else conn
