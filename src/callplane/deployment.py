@@ -37,6 +37,13 @@ def create_signing_key(connection: Connection) -> None:
     )
 
 
+def stored_key(connection: Connection) -> bytes:
+    """The stored key, read on a synchronous connection (migrations)."""
+    value = connection.scalar(select(AppSetting.value).where(AppSetting.key == _SIGNING_KEY))
+    assert value is not None, "no signing key stored"
+    return str(value).encode()
+
+
 async def signing_key(session: AsyncSession, settings: Settings) -> bytes:
     """CALLPLANE_SIGNING_KEY, or the stored key (created now only on a database migrated before
     keys were made at migration time; then ``session`` must be a write session)."""

@@ -20,6 +20,7 @@ from callplane.kit.pagination import total_pages
 from callplane.webhooks import service
 from callplane.webhooks.events import EVENT_TYPES
 from callplane.webhooks.schemas import WebhookCreate
+from callplane.webhooks.secrets import box_for
 
 router = dashboard_router()
 PAGE_SIZE = 25
@@ -69,8 +70,10 @@ async def add_webhook(request: Request, session: SessionDep, person: CurrentPers
         body["description"] = values["description"].strip()
     try:
         create = WebhookCreate.model_validate(body)
-        endpoint = await service.create_webhook(
-            session, runtime_of(request).settings, person.organization_id, create
+        runtime = runtime_of(request)
+        box = box_for(await runtime.signer.key.load(runtime.db))
+        endpoint, secret = await service.create_webhook(
+            session, runtime.settings, person.organization_id, create, box
         )
     except ValidationError as exc:
         errors = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
@@ -81,7 +84,7 @@ async def add_webhook(request: Request, session: SessionDep, person: CurrentPers
         )
     # Rendered, not redirected: the secret must never sit in a URL or in the history.
     return await _list_page(
-        request, session, person, created=service.webhook_wire(endpoint, with_secret=True)
+        request, session, person, created=service.webhook_wire(endpoint, secret=secret)
     )
 
 
