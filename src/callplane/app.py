@@ -8,7 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 from sqlalchemy import text
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from callplane import __version__
@@ -93,6 +93,12 @@ def create_app_from_env() -> FastAPI:
 
 
 def _add_operational_routes(app: FastAPI, runtime: Runtime) -> None:
+    # Where a person types an address: the dashboard (its own app answers ``/dashboard/``).
+    @app.get("/", include_in_schema=False)
+    @app.get("/dashboard", include_in_schema=False)
+    async def to_dashboard() -> Response:
+        return RedirectResponse("/dashboard/", 307)
+
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> Response:
         return json_response({"status": "ok"})
