@@ -33,6 +33,8 @@ install: $(STAMP) $(TOOLS_STAMP)  ## create .venv and install callplane with its
 
 # The dashboard link and signed recording URLs name the address actually served (unless set).
 run: export CALLPLANE_PUBLIC_URL ?= http://$(HOST):$(PORT)
+# The local demo may send webhooks to a receiver on this machine (refused by default elsewhere).
+run: export CALLPLANE_WEBHOOK_ALLOW_LOOPBACK ?= true
 run: $(STAMP)  ## migrate, create the demo organization, print its key, serve on $(HOST):$(PORT)
 	$(BIN)/callplane demo
 	$(BIN)/callplane serve --host $(HOST) --port $(PORT)

@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     webhook_retry_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
     webhook_allow_private_networks: bool = False
 
+    # -- issue 27 (newcomer) --
+    #: Webhooks to loopback receivers (127.0.0.1, ::1) only: on for `make run`'s local demo.
+    webhook_allow_loopback: bool = False
+
     @field_validator("public_url")
     @classmethod
     def _strip_trailing_slash(cls, value: str) -> str:

@@ -94,6 +94,7 @@ class Deliverer:
                 transport=webhook_transport(
                     self.settings.webhook_allow_private_networks,
                     max_connections=MAX_IN_FLIGHT // POOLS,
+                    allow_loopback=self.settings.webhook_allow_loopback,
                 ),
                 timeout=httpx.Timeout(self.settings.webhook_timeout_seconds),
                 follow_redirects=False,

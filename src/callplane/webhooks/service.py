@@ -85,7 +85,7 @@ async def create_webhook(
 
 async def _check_destination(settings: Settings, url: str) -> None:
     if not settings.webhook_allow_private_networks:
-        problem = await check_destination(url)
+        problem = await check_destination(url, loopback=settings.webhook_allow_loopback)
         if problem:
             raise InvalidInput(problem, loc=("body", "url"))
 
