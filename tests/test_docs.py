@@ -1,4 +1,5 @@
-"""The README documents every setting and every CLI command (a new one without docs fails)."""
+"""The README (with docs/, which it links) documents every setting and every CLI command (a new
+one without docs fails)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import pytest
 from callplane.cli.main import app as cli_app
 from callplane.settings import Settings
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+README = "\n".join(
+    path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+)
 
 
 @pytest.mark.parametrize("field", sorted(Settings.model_fields))
