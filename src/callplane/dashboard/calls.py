@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from callplane.calls import commands, service
+from callplane.calls import commands, events, service
 from callplane.calls.schemas import CallCreate
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
@@ -121,7 +121,8 @@ async def call_page(
 ) -> Response:
     call = await service.get_call(session, person.organization_id, call_id)
     [wire] = await service.calls_wire(session, runtime_of(request), person.organization_id, [call])
-    return render(request, "call.html", section="calls", call=wire)
+    timeline = await events.list_call_events(session, person.organization_id, call_id)
+    return render(request, "call.html", section="calls", call=wire, events=timeline)
 
 
 @router.post("/calls/{call_id}/cancel")

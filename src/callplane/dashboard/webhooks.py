@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from callplane.dashboard import flash
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
@@ -55,7 +56,9 @@ async def webhooks_page(
     request: Request, session: SessionDep, person: CurrentPerson, deleted: str | None = None
 ) -> Response:
     notice = "Webhook endpoint deleted." if deleted else None
-    return await _list_page(request, session, person, notice=notice)
+    shown = await flash.take(request)
+    page = await _list_page(request, session, person, notice=notice, created=shown)
+    return flash.forget(request, page)
 
 
 @router.post("/webhooks")
@@ -82,9 +85,9 @@ async def add_webhook(request: Request, session: SessionDep, person: CurrentPers
         return await _list_page(
             request, session, person, 422, errors=[f"url: {exc.message}"], values=values
         )
-    # Rendered, not redirected: the secret must never sit in a URL or in the history.
-    return await _list_page(
-        request, session, person, created=service.webhook_wire(endpoint, secret=secret)
+    # The secret must never sit in a URL or in the history: it rides the redirect encrypted.
+    return await flash.redirect_with(
+        request, "/webhooks", {"url": endpoint.url, "secret": secret, "id": str(endpoint.id)}
     )
 
 
