@@ -17,7 +17,7 @@ class Settings(BaseSettings):
         env_prefix="CALLPLANE_", env_file=".env", extra="ignore", frozen=True
     )
 
-    database_url: str = "sqlite:///./callplane.kit.db"
+    database_url: str = "sqlite:///./callplane.db"
     redis_url: str | None = None
     # Namespace of the rate-limit counters in Redis, so deployments can share one Redis.
     redis_prefix: str = "callplane"

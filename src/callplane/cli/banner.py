@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -33,8 +35,16 @@ def banner(settings: Settings, host: str, port: int) -> str:
     return (
         f"callplane serving {served} · database {without_password(settings.database_url)}"
         f" · storage {settings.storage_url} · telephony {telephony} · brain {brain(settings)}"
+        f" · voice {voice()}"
         f" · docs {served}/v1/docs · dashboard {served}/dashboard/"
     )
+
+
+def voice() -> str:
+    """Whether the agent can be heard: without espeak-ng calls are text only (it says how)."""
+    if shutil.which("espeak-ng") is None:
+        return "none (espeak-ng is not installed: calls are text only; apt-get install espeak-ng)"
+    return "espeak-ng"
 
 
 def brain(settings: Settings) -> str:
