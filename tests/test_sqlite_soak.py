@@ -116,7 +116,8 @@ def _settings() -> dict[str, Any]:
         "signing_key": None,
         "log_level": "info",
         "simulated_call_seconds": CALL_SECONDS,
-        "webhook_allow_private_networks": True,
+        # As `make run` allows them: loopback receivers only (through the guarded transport).
+        "webhook_allow_loopback": True,
         # Failing deliveries retried often, and the purge running often: the contenders.
         "webhook_retry_schedule": "0,1,1,2,2,3,3,5",
         "webhook_timeout_seconds": 2.0,

@@ -180,3 +180,18 @@ async def test_the_migration_encrypts_the_plaintext_secrets(tmp_path):
         await db.dispose()
         if pg_name:
             await _pg_admin(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
+
+
+async def test_loopback_receivers_only_when_the_demo_allows_them(make_app):
+    demo = await make_app(webhook_allow_loopback=True)
+    strict = await make_app()
+    org = await make_org(demo)
+    async with client_for(demo) as local, client_for(strict) as elsewhere:
+        for client, url, status in [
+            (local, "http://127.0.0.1:9/hooks", 201),
+            (local, "http://[::1]:9/hooks", 201),
+            (local, "http://10.0.0.1/hooks", 422),  # loopback only, not private networks
+            (elsewhere, "http://127.0.0.1:9/hooks", 422),
+        ]:
+            response = await client.post("/v1/webhooks", json={"url": url}, headers=org.headers)
+            assert response.status_code == status, (url, response.text)
