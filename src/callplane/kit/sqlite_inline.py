@@ -38,10 +38,12 @@ class NestedWriteError(sqlite3.OperationalError):
     """A task began a write transaction while holding another one (see the module's doc)."""
 
 
-#: The connection whose write transaction each task began last (dropped with the task).
+#: The connection of the write transaction each task holds (until it commits or rolls back).
 _writing: weakref.WeakKeyDictionary[asyncio.Task[Any], sqlite3.Connection] = (
     weakref.WeakKeyDictionary()
 )
+#: Which task began the write transaction open on a connection (by the connection's id).
+_began_by: dict[int, asyncio.Task[Any]] = {}
 
 
 def _refuse_nested(conn: sqlite3.Connection) -> None:
@@ -49,7 +51,7 @@ def _refuse_nested(conn: sqlite3.Connection) -> None:
     if task is None:
         return
     held = _writing.get(task)
-    if held is not None and held is not conn:
+    if held is not None and held is not conn and _began_by.get(id(held)) is task:
         try:
             nested = held.in_transaction
         except sqlite3.ProgrammingError:  # closed
@@ -60,6 +62,14 @@ def _refuse_nested(conn: sqlite3.Connection) -> None:
                 "commit the first, or do the work in it"
             )
     _writing[task] = conn
+    _began_by[id(conn)] = task
+
+
+def released(conn: sqlite3.Connection) -> None:
+    """The write transaction on ``conn`` ended (commit or rollback): its task holds none."""
+    task = _began_by.pop(id(conn), None)
+    if task is not None and _writing.get(task) is conn:
+        del _writing[task]
 
 
 def _is_locked(error: sqlite3.OperationalError) -> bool:
@@ -143,12 +153,19 @@ class InlineConnection:
         return await InlineCursor(self).execute(sql, parameters)
 
     async def commit(self) -> None:
-        self._conn.commit()
+        try:
+            self._conn.commit()
+        finally:
+            released(self._conn)
 
     async def rollback(self) -> None:
-        self._conn.rollback()
+        try:
+            self._conn.rollback()
+        finally:
+            released(self._conn)
 
     async def close(self) -> None:
+        released(self._conn)
         self._conn.close()
 
     def stop(self) -> None:
