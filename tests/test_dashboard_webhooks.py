@@ -75,6 +75,8 @@ async def test_webhook_endpoints_deliveries_and_redelivery(make_app, receiver):
                 "events": ["call.ended", "call.cancelled"],
             },
         )
+        assert r.status_code == 303  # POST-redirect-GET: the secret rides the redirect
+        r = await c.get(r.headers["location"])
         assert r.status_code == 200 and "whsec_" in r.text and "shown only this once" in r.text
         [endpoint] = (await c.get("/v1/webhooks", headers=org.headers)).json()["webhooks"]
         assert endpoint["events"] == ["call.ended", "call.cancelled"]

@@ -1,4 +1,5 @@
-"""The README documents every setting and every CLI command (a new one without docs fails)."""
+"""The README (with docs/, which it links) documents every setting and every CLI command (a new
+one without docs fails)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from callplane.cli.main import app as cli_app
 from callplane.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-# The README and the topic documents it links to (docs/*.md).
-README = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))])
+README = "\n".join(
+    path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+)
 
 
 @pytest.mark.parametrize("field", sorted(Settings.model_fields))

@@ -88,6 +88,7 @@ async def test_external_call_shape_and_chronological_legs(app, client):
         "summary",
         "created_at",
         "updated_at",
+        "error",  # an extension: why a leg failed
     }
     assert first["status"] == "transcribed"
     assert first["transcript"] == TRANSCRIPT

@@ -82,7 +82,7 @@ CALL_C = (
     f'"recording_presigned_urls":["{URL.format(LEGS[0][:-1] + "9")}"],'
     '"recordings":[{"id":"5d7c1b2a-0000-4000-8000-00000000f009","file_name":"09.wav",'
     '"status":"pending","started_at":"2025-03-01T10:00:00Z","transcript":null,"summary":null,'
-    '"created_at":"2025-03-03T00:00:00Z","updated_at":"2025-03-03T00:00:00Z"}]}'
+    '"created_at":"2025-03-03T00:00:00Z","updated_at":"2025-03-03T00:00:00Z","error":null}]}'
 )
 
 
@@ -90,7 +90,7 @@ def _leg_a(n: int, started: str, status: str, transcript: str, summary: str, cre
     return (
         f'{{"id":"{LEGS[n]}","file_name":"{LEGS[n][-2:]}.wav","status":"{status}",'
         f'"started_at":{started},"transcript":{transcript},"summary":{summary},'
-        f'"created_at":"{created}","updated_at":"{created}"}}'
+        f'"created_at":"{created}","updated_at":"{created}","error":null}}'
     )
 
 
@@ -113,7 +113,7 @@ CALL_A = (
             _leg_a(3, '"2025-03-01T10:01:00Z"', "error", "null", "null", _CREATED_A),
             f'{{"id":"{LEGS[6]}","file_name":"late.wav","status":"pending","started_at":null,'
             '"transcript":null,"summary":null,"created_at":"2025-03-02T00:00:00.500000Z",'
-            '"updated_at":"2025-03-02T00:00:00.500000Z"}',
+            '"updated_at":"2025-03-02T00:00:00.500000Z","error":null}',
         )
     )
     + "]}"

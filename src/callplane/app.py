@@ -8,7 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 from sqlalchemy import text
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from callplane import __version__
@@ -46,6 +46,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            # Before the engine runs: no call ever waits for the key (callplane.deployment).
+            try:
+                await runtime.signer.secret(runtime.db)
+            except Exception:  # the database may come later; the key is then read on first use
+                log.exception("deployment key not loaded at start-up")
             await stack.enter_async_context(purge_task(runtime))
             await stack.enter_async_context(exposition.metrics_listener(runtime))
             app.state.engine = await stack.enter_async_context(embedded_engine(runtime))
@@ -96,6 +101,12 @@ def create_app_from_env() -> FastAPI:
 
 
 def _add_operational_routes(app: FastAPI, runtime: Runtime) -> None:
+    # Where a person types an address: the dashboard (its own app answers ``/dashboard/``).
+    @app.get("/", include_in_schema=False)
+    @app.get("/dashboard", include_in_schema=False)
+    async def to_dashboard() -> Response:
+        return RedirectResponse("/dashboard/", 307)
+
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> Response:
         return json_response({"status": "ok"})

@@ -10,6 +10,7 @@ from alembic.config import Config
 from alembic.migration import MigrationContext
 from sqlalchemy.engine import Connection
 
+from callplane.deployment import create_signing_key
 from callplane.kit.db import Database
 
 
@@ -25,6 +26,9 @@ async def upgrade(db: Database, revision: str = "head") -> None:
     def _upgrade(connection: Connection) -> None:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
+        if revision == "head":
+            # Serving only reads the key (callplane.deployment says why).
+            create_signing_key(connection)
 
     async with db.engine.begin() as conn:
         await conn.run_sync(_upgrade)

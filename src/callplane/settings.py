@@ -17,7 +17,7 @@ class Settings(BaseSettings):
         env_prefix="CALLPLANE_", env_file=".env", extra="ignore", frozen=True
     )
 
-    database_url: str = "sqlite:///./callplane.kit.db"
+    database_url: str = "sqlite:///./callplane.db"
     redis_url: str | None = None
     # Namespace of the rate-limit counters in Redis, so deployments can share one Redis.
     redis_prefix: str = "callplane"
@@ -96,6 +96,9 @@ class Settings(BaseSettings):
     metrics_listen: str | None = None
     #: The turn latency goal the overview and the alert rules compare the p95 against.
     turn_latency_goal_ms: int = Field(default=1000, gt=0)
+    # -- issue 27 (newcomer) --
+    #: Webhooks to loopback receivers (127.0.0.1, ::1) only: on for `make run`'s local demo.
+    webhook_allow_loopback: bool = False
 
     @field_validator("public_url")
     @classmethod

@@ -59,6 +59,8 @@ METHODS = {
     "upload_recording": "external_calls.upload_recording",
     "create_webhook": "webhooks.create",
     "list_webhooks": "webhooks.list",
+    "get_webhook": "webhooks.get",
+    "update_webhook": "webhooks.update",
     "delete_webhook": "webhooks.delete",
     "test_webhook": "webhooks.test",
     "list_deliveries": "webhooks.deliveries",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -19,7 +21,7 @@ def default_public_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-def _without_password(database_url: str) -> str:
+def without_password(database_url: str) -> str:
     """The banner may end up in shared logs: never print a database password."""
     try:
         return make_url(database_url).render_as_string(hide_password=True)
@@ -31,7 +33,22 @@ def banner(settings: Settings, host: str, port: int) -> str:
     served = default_public_url(host, port)
     telephony = getattr(settings, "telephony", "simulated")
     return (
-        f"callplane serving {served} · database {_without_password(settings.database_url)}"
-        f" · storage {settings.storage_url} · telephony {telephony} · docs {served}/v1/docs"
-        f" · dashboard {served}/dashboard/"
+        f"callplane serving {served} · database {without_password(settings.database_url)}"
+        f" · storage {settings.storage_url} · telephony {telephony} · brain {brain(settings)}"
+        f" · voice {voice()}"
+        f" · docs {served}/v1/docs · dashboard {served}/dashboard/"
     )
+
+
+def voice() -> str:
+    """Whether the agent can be heard: without espeak-ng calls are text only (it says how)."""
+    if shutil.which("espeak-ng") is None:
+        return "none (espeak-ng is not installed: calls are text only; apt-get install espeak-ng)"
+    return "espeak-ng"
+
+
+def brain(settings: Settings) -> str:
+    """The LLM the agents use, or that there is none (they then say first_message and listen)."""
+    if not settings.llm_base_url:
+        return "none (set CALLPLANE_LLM_BASE_URL for conversations)"
+    return f"{settings.llm_model or 'default model'} at {settings.llm_base_url}"

@@ -1,4 +1,4 @@
-"""``callplane serve | migrate | orgs create | keys create|list|revoke | load | demo``.
+"""``callplane serve | migrate | doctor | orgs | keys | load | demo | users | worker``.
 
 ``--json`` outputs are a contract (DESIGN §2): exactly one JSON object on stdout.
 """
@@ -17,6 +17,7 @@ import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.cli.common import fail, in_transaction, print_json
+from callplane.cli.doctor import doctor
 from callplane.cli.sip import sip_app
 from callplane.cli.users import users_app
 from callplane.cli.worker import worker
@@ -25,9 +26,11 @@ from callplane.migrate import upgrade
 from callplane.settings import Settings
 
 app = typer.Typer(
-    help="callplane: the voice-agent platform API server.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Plain help: paragraphs of a docstring are re-flowed to the terminal, never cut where the
+    # source line ended.
+    rich_markup_mode="markdown",
 )
 orgs_app = typer.Typer(help="Organizations.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
@@ -36,6 +39,48 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(users_app, name="users")
 app.add_typer(sip_app, name="sip")
 app.command()(worker)
+app.command()(doctor)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from callplane import __version__
+
+        typer.echo(f"callplane {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version"),
+    ] = False,
+) -> None:
+    """callplane: places and answers phone calls with an LLM agent; serves its API and dashboard."""
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail before anything starts (no banner, no engine claiming calls) when the address is
+    taken: one structured log line, exit 1."""
+    import logging
+    import socket
+
+    from callplane.kit.logs import configure_logging
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            # As uvicorn binds: a port left in TIME_WAIT by a previous run is free.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        configure_logging(Settings().log_level)
+        logging.getLogger("callplane").error(
+            "cannot listen: the address is in use or not available",
+            extra={"host": host, "port": port, "error": exc.strerror or str(exc)},
+        )
+        raise typer.Exit(1) from None
 
 
 @app.command()
@@ -50,6 +95,7 @@ def serve(
     from callplane.cli.banner import banner, default_public_url
     from callplane.server import memory_limits_warning
 
+    _check_port(host, port)
     migrate()
     # Signed recording URLs must point at this server: unless CALLPLANE_PUBLIC_URL is set, it is
     # the address served. Set in the environment so every worker process builds the same URLs.
@@ -86,6 +132,25 @@ def migrate() -> None:
             await db.dispose()
 
     asyncio.run(_run())
+
+
+@orgs_app.command("list")
+def orgs_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
+    """List the organizations (ids, names, when created)."""
+    from sqlalchemy import select
+
+    from callplane.models.orgs import Organization
+
+    async def work(session: AsyncSession, _settings: Settings) -> list[dict[str, Any]]:
+        rows = await session.scalars(select(Organization).order_by(Organization.id))
+        return [{"id": o.id, "name": o.name, "created_at": o.created_at.isoformat()} for o in rows]
+
+    orgs = in_transaction(work)
+    if as_json:
+        print_json({"organizations": orgs})
+        return
+    for o in orgs:
+        typer.echo(f"{o['id']}\t{o['created_at']}\t{o['name']}")
 
 
 @orgs_app.command("create")

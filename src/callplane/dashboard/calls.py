@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from callplane.calls import commands, service
+from callplane.calls import commands, events, service
 from callplane.calls.schemas import CallCreate
 from callplane.dashboard.forms import fields
 from callplane.dashboard.overview import call_turn_latencies
@@ -125,7 +125,10 @@ async def call_page(
     latency = await call_turn_latencies(
         session, person.organization_id, call_id, wire.get("transcripts") or []
     )
-    return render(request, "call.html", section="calls", call=wire, latency=latency)
+    timeline = await events.list_call_events(session, person.organization_id, call_id)
+    return render(
+        request, "call.html", section="calls", call=wire, latency=latency, events=timeline
+    )
 
 
 @router.post("/calls/{call_id}/cancel")

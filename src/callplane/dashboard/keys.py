@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from callplane.dashboard import flash
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router
@@ -34,7 +35,14 @@ async def _page(
 async def keys_page(
     request: Request, session: SessionDep, person: CurrentPerson, revoked: int | None = None
 ) -> Response:
-    return await _page(request, session, person, revoked=revoked)
+    shown = await flash.take(request)
+    if shown is not None:
+        page = await _page(
+            request, session, person, created=shown, created_name=shown.get("name", "")
+        )
+    else:
+        page = await _page(request, session, person, revoked=revoked)
+    return flash.forget(request, page)
 
 
 @router.post("/keys")
@@ -49,8 +57,10 @@ async def create_key(request: Request, session: SessionDep, person: CurrentPerso
             error=f"A key needs a name of 1 to {NAME_MAX} characters.",
         )
     issued = await issue_key(session, person.organization_id, name=name)
-    # Rendered, not redirected: the plain key must never sit in a URL or in the history.
-    return await _page(request, session, person, created=issued, created_name=name)
+    # The plain key must never sit in a URL or in the history: it rides the redirect encrypted.
+    return await flash.redirect_with(
+        request, "/keys", {"id": issued.id, "api_key": issued.api_key, "name": name}
+    )
 
 
 @router.post("/keys/{key_id}/revoke")

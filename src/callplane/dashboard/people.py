@@ -87,8 +87,8 @@ async def sign_out(request: Request, session: SessionDep, person: CurrentPerson)
 
 
 @router.get("/account")
-async def account(request: Request, person: CurrentPerson) -> Response:
-    return render(request, "account.html", section="account", error=None, done=False)
+async def account(request: Request, person: CurrentPerson, done: str | None = None) -> Response:
+    return render(request, "account.html", section="account", error=None, done=bool(done))
 
 
 @router.post("/account/password")
@@ -115,5 +115,6 @@ async def account_password(
                     updated.session_version,
                 )
             )
-            return render(request, "account.html", section="account", error=None, done=True)
+            base = request.scope.get("root_path", "")
+            return RedirectResponse(f"{base}/account?done=1", 303)
     return render(request, "account.html", 422, section="account", error=error, done=False)

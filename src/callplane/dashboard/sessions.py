@@ -22,7 +22,7 @@ from typing import Any
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from callplane.deployment import derive_secret, signing_key
+from callplane.deployment import DeploymentKey, derive_secret
 from callplane.kit.db import Database
 from callplane.settings import Settings
 
@@ -58,16 +58,14 @@ class SessionCodec:
         self.settings = settings
         self.secure = settings.public_url.startswith("https://")
         self._serializer: URLSafeTimedSerializer | None = None
+        self.key = DeploymentKey(settings)
         self._lock = asyncio.Lock()
 
     async def serializer(self, db: Database) -> URLSafeTimedSerializer:
         if self._serializer is None:
             async with self._lock:
                 if self._serializer is None:
-                    # Its own short transaction, like the recording signer's (see there why).
-                    async with db.session(write=True) as session:
-                        key = await signing_key(session, self.settings)
-                        await session.commit()
+                    key = await self.key.load(db)
                     self._serializer = URLSafeTimedSerializer(
                         derive_secret(key, "dashboard-sessions"), salt="callplane-dashboard"
                     )

@@ -11,9 +11,10 @@ import json
 import re
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
 from callplane.custom_data import query, records, schema
 from callplane.custom_data.catalog import Catalog
@@ -178,10 +179,10 @@ async def save_record(
         # must still be usable to read the record back for the form.
         with schema.dropped_table_is_not_found():
             async with session.begin_nested():
-                record = await records.patch_record(session, table, record_id, body)
+                await records.patch_record(session, table, record_id, body)
     except (InvalidInput, Conflict) as exc:
         with schema.dropped_table_is_not_found():
             current = await records.get_record(session, table, record_id)
         return _record_page(request, table, current, values, exc.status_code, exc.message)
-    values = {c.name: _field_text(c, record.get(c.name)) for c in table.columns}
-    return _record_page(request, table, record, values, saved=True)
+    base = request.scope.get("root_path", "")
+    return RedirectResponse(f"{base}/data/{quote(table.name, safe='')}/{record_id}?saved=1", 303)

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from callplane.dashboard import flash
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
@@ -20,6 +21,7 @@ from callplane.kit.pagination import total_pages
 from callplane.webhooks import service
 from callplane.webhooks.events import EVENT_TYPES
 from callplane.webhooks.schemas import WebhookCreate
+from callplane.webhooks.secrets import box_for
 
 router = dashboard_router()
 PAGE_SIZE = 25
@@ -54,7 +56,9 @@ async def webhooks_page(
     request: Request, session: SessionDep, person: CurrentPerson, deleted: str | None = None
 ) -> Response:
     notice = "Webhook endpoint deleted." if deleted else None
-    return await _list_page(request, session, person, notice=notice)
+    shown = await flash.take(request)
+    page = await _list_page(request, session, person, notice=notice, created=shown)
+    return flash.forget(request, page)
 
 
 @router.post("/webhooks")
@@ -69,8 +73,10 @@ async def add_webhook(request: Request, session: SessionDep, person: CurrentPers
         body["description"] = values["description"].strip()
     try:
         create = WebhookCreate.model_validate(body)
-        endpoint = await service.create_webhook(
-            session, runtime_of(request).settings, person.organization_id, create
+        runtime = runtime_of(request)
+        box = box_for(await runtime.signer.key.load(runtime.db))
+        endpoint, secret = await service.create_webhook(
+            session, runtime.settings, person.organization_id, create, box
         )
     except ValidationError as exc:
         errors = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
@@ -79,9 +85,9 @@ async def add_webhook(request: Request, session: SessionDep, person: CurrentPers
         return await _list_page(
             request, session, person, 422, errors=[f"url: {exc.message}"], values=values
         )
-    # Rendered, not redirected: the secret must never sit in a URL or in the history.
-    return await _list_page(
-        request, session, person, created=service.webhook_wire(endpoint, with_secret=True)
+    # The secret must never sit in a URL or in the history: it rides the redirect encrypted.
+    return await flash.redirect_with(
+        request, "/webhooks", {"url": endpoint.url, "secret": secret, "id": str(endpoint.id)}
     )
 
 

@@ -92,7 +92,8 @@ class CallRef:
 def whole_seconds(start: datetime | None, end: datetime) -> int:
     if start is None:
         return 0
-    return max(0, math.floor((end - start).total_seconds()))
+    # Rounded, not truncated: a 5 s call whose end is stamped a few ms short of 5 s is 5 s long.
+    return max(0, math.floor((end - start).total_seconds() + 0.5))
 
 
 @dataclass

@@ -77,8 +77,11 @@ async def leg_waiting(session: AsyncSession) -> bool:
     return found is not None
 
 
-async def claim_leg(session: AsyncSession, lease_seconds: float) -> Claim | None:
-    """Take the oldest claimable leg, or None when there is none.
+async def claim_leg(
+    session: AsyncSession, lease_seconds: float, *, uploaded_before: datetime | None = None
+) -> Claim | None:
+    """Take the oldest claimable leg (uploaded before ``uploaded_before``, when given), or None
+    when there is none.
 
     On PostgreSQL the candidate row is locked with SKIP LOCKED, so concurrent workers take
     different legs; on SQLite the write transaction is exclusive. The conditional UPDATE repeats
@@ -88,6 +91,7 @@ async def claim_leg(session: AsyncSession, lease_seconds: float) -> Claim | None
     candidate = (
         select(Recording.organization_id, Recording.id)
         .where(_claimable(now))
+        .where(Recording.created_at <= (uploaded_before or now))
         .order_by(Recording.created_at, Recording.id)
         .limit(1)
         .with_for_update(skip_locked=True)

@@ -28,6 +28,7 @@ import tempfile
 import wave
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,6 +38,7 @@ from callplane.external_calls import legs, redaction, service
 from callplane.external_calls.legs import Claim
 from callplane.external_calls.wire import wire_call, wire_leg
 from callplane.media.storage import StorageError
+from callplane.models.base import utcnow
 from callplane.recordings.service import sign_recordings
 from callplane.runtime import Runtime
 from callplane.speech.base import Segment, Transcriber
@@ -103,6 +105,21 @@ async def process_next_leg(runtime: Runtime, transcriber: Transcriber) -> bool:
         await settle(runtime, claim, lambda s: legs.fail_leg(s, claim, exhausted), exhausted)
         return True
     await process_claim(runtime, transcriber, claim)
+    return True
+
+
+async def fail_next_leg(runtime: Runtime, reason: str, grace_seconds: float) -> bool:
+    """Put the oldest leg that no worker took within ``grace_seconds`` in ``error`` with
+    ``reason`` (a worker that cannot transcribe); False when no leg is waiting that long."""
+    async with runtime.db.session(write=False) as session:
+        if not await legs.leg_waiting(session):
+            return False
+    before = utcnow() - timedelta(seconds=grace_seconds)
+    lease = runtime.settings.recording_lease_seconds
+    claim = await transact(runtime, lambda s: legs.claim_leg(s, lease, uploaded_before=before))
+    if claim is None:
+        return False
+    await settle(runtime, claim, lambda s: legs.fail_leg(s, claim, reason), reason)
     return True
 
 

@@ -12,7 +12,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from callplane.errors import InvalidInput
-from callplane.external_calls import reads, service, uploads
+from callplane.external_calls import reads, service, upload_body, uploads
 from callplane.external_calls.schemas import (
     ExternalCall,
     ExternalCallCreate,
@@ -24,6 +24,7 @@ from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import EXTERNAL_CALLS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router, streamed_body
+from callplane.speech.decoding import media_format
 
 router = family_router(EXTERNAL_CALLS, tags=["external_calls"])
 
@@ -82,13 +83,25 @@ async def create_external_call(
     return json_response(wire_call(call, [], {}), 201)
 
 
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
 _AUDIO_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
-        "description": "The recording itself (streamed; at most CALLPLANE_MAX_RECORDING_BYTES)",
+        "description": (
+            "The recording itself (streamed; at most CALLPLANE_MAX_RECORDING_BYTES): audio with "
+            "its type, application/octet-stream (the format is read from the audio), or "
+            "multipart/form-data with one file part"
+        ),
         "content": {
-            media: {"schema": {"type": "string", "format": "binary"}}
-            for media in uploads.CANONICAL_TYPES.values()
+            **{media: _BINARY for media in uploads.CANONICAL_TYPES.values()},
+            "application/octet-stream": _BINARY,
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"file": {"type": "string", "format": "binary"}},
+                    "required": ["file"],
+                }
+            },
         },
     }
 }
@@ -112,9 +125,7 @@ async def upload_recording(
     session: SessionDep,
     runtime: RuntimeDep,
     tenant: CurrentTenant,
-    content_type: Annotated[
-        str | None, Header(description="audio/wav, audio/mpeg, audio/ogg or audio/flac")
-    ] = None,
+    content_type: Annotated[str | None, Header(description=upload_body.ACCEPTED)] = None,
     file_name: Annotated[
         str | None, Query(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f\x7f/\\]+$")
     ] = None,
@@ -124,9 +135,11 @@ async def upload_recording(
     ] = False,
 ) -> Response:
     """Upload one recording leg of an external call: the body is the audio itself (WAV, MP3, Ogg
-    or FLAC). The leg starts pending and is transcribed in the background; an undecodable or
-    silent upload ends as a leg in error."""
-    media_type = uploads.upload_media_type(content_type)
+    or FLAC; typed, or application/octet-stream), or a multipart form with one file part. The leg
+    starts pending and is transcribed in the background; an undecodable or silent upload ends as
+    a leg in error."""
+    if media_format(content_type) is None and not upload_body.streamable(content_type):
+        raise upload_body.unaccepted()
     limit = runtime.settings.max_recording_bytes
     uploads.check_declared_length(request.headers.get("content-length"), limit)
     organization_id = tenant.organization_id
@@ -135,8 +148,9 @@ async def upload_recording(
     # while the body streams in (a large upload over a slow link takes minutes).
     await session.commit()
     try:
+        body = await upload_body.open_body(content_type, request.stream())
         leg_id, key, size = await uploads.store_upload(
-            runtime.storage, organization_id, request.stream(), media_type, limit
+            runtime.storage, organization_id, body.chunks, body.media_type, limit
         )
     except ClientDisconnect:
         raise InvalidInput("The upload was interrupted", type_="upload_interrupted") from None
@@ -148,8 +162,8 @@ async def upload_recording(
         leg_id=leg_id,
         key=key,
         size=size,
-        media_type=media_type,
-        file_name=file_name,
+        media_type=body.media_type,
+        file_name=file_name or body.file_name,
         started_at=started_at,
         redact=redact,
     )

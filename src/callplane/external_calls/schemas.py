@@ -29,6 +29,9 @@ class Recording(BaseModel):
     summary: str | None = Field(description="null while processing is incomplete")
     created_at: datetime
     updated_at: datetime
+    error: str | None = Field(
+        default=None, description="Why the leg is in error (an extension); null otherwise"
+    )
 
 
 class Source(BaseModel):

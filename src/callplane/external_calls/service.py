@@ -90,6 +90,7 @@ LEG_FIELDS = (
     "summary",
     "created_at",
     "updated_at",
+    "error",
 )
 #: Columns of a visible leg in a read: the wire's and what signing its URL needs
 #: (``recordings.service.sign_rows``); in the joined row they are prefixed ``leg_``.

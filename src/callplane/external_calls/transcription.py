@@ -4,7 +4,10 @@ Each worker takes one leg at a time (recognition uses the machine's cores), woke
 a leg is uploaded and polling at CALLPLANE_WORKER_POLL_SECONDS otherwise. The model is loaded on
 the first leg, not when the worker starts, so a worker that never sees an upload never pays
 for it. A worker installed without the speech extra does not take legs at all (it says so
-once), leaving them to workers that can transcribe them.
+once), leaving them to workers that can transcribe them; a leg that none of them takes within
+``UNHEARD_GRACE_SECONDS`` (none can: the model is not installed anywhere, as on a fresh clone
+without it) is put in ``error`` with the sentence that says how to install it, rather than
+staying pending for ever.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from __future__ import annotations
 import importlib.util
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
-from callplane.external_calls.processing import process_next_leg
+from callplane.external_calls.processing import fail_next_leg, process_next_leg
 from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
 from callplane.settings import Settings
@@ -21,6 +25,9 @@ from callplane.speech.base import Segment, Transcriber
 from callplane.speech.transcriber import SpeechUnavailable, bundled_model_dir, shared_transcriber
 
 log = logging.getLogger("callplane.external_calls")
+
+#: How long a worker that cannot transcribe leaves a leg to the workers that can.
+UNHEARD_GRACE_SECONDS = 3.0
 
 
 class LazyTranscriber(Transcriber):
@@ -45,6 +52,12 @@ def speech_available(settings: Settings) -> str | None:
             bundled_model_dir()
         except SpeechUnavailable as exc:
             return str(exc)
+    elif not (Path(settings.whisper_model_dir) / "model.bin").is_file():
+        return (
+            f"CALLPLANE_WHISPER_MODEL_DIR ({settings.whisper_model_dir}) holds no model.bin: "
+            "point it at a CTranslate2 Whisper model, or unset it to use the bundled one "
+            "(`make install` installs it)"
+        )
     return None
 
 
@@ -52,6 +65,12 @@ async def _run(engine: TaskContext) -> None:
     missing = speech_available(engine.settings)
     if missing is not None:
         log.warning("this worker does not transcribe recordings: %s", missing)
+        reason = f"Speech recognition is not installed: {missing}"
+
+        async def fail_unheard_leg(engine: TaskContext) -> bool:
+            return await fail_next_leg(engine.runtime, reason, UNHEARD_GRACE_SECONDS)
+
+        await engine.repeat(fail_unheard_leg, interval=1.0, wake_on=wakeups.RECORDINGS)
         return
     transcriber = LazyTranscriber(engine.settings)
 

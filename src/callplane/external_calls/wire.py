@@ -69,6 +69,8 @@ def leg_json(leg: Mapping[str, Any]) -> dict[str, Any]:
         "summary": leg["summary"] if processed else None,
         "created_at": leg["created_at"],
         "updated_at": leg["updated_at"],
+        # An extension of SPEC's Recording: why a leg is in error (null otherwise).
+        "error": leg["error"] if leg["status"] == "error" else None,
     }
 
 

@@ -78,6 +78,8 @@ def install(app: FastAPI) -> None:
             headers["Allow"] = ", ".join(allowed_methods(request.app, request.scope))
         family = family_of(request.scope)
         detail = str(exc.detail)
+        if exc.status_code == 404 and detail == "Not Found":  # no route: say which path
+            detail = f"Not found: {request.url.path}"
         return json_response(family.body(detail, [detail]), exc.status_code, headers)
 
     @app.exception_handler(OperationalError)

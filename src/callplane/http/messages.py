@@ -98,6 +98,12 @@ def describe(loc: list[str | int] | tuple[str | int, ...], message: str, kind: s
         if kind == "missing" or message == "is required":
             return "Request body is required"
         return message
-    if _NAMES_A_FIELD.match(message):
+    if _NAMES_A_FIELD.match(message) or _starts_with_name(message, field):
         return message
     return f"{field}: {message}"
+
+
+def _starts_with_name(message: str, field: str) -> bool:
+    """A service's sentence that already opens with the field ("friendly_name must be ...")."""
+    last = field.rsplit(".", 1)[-1]
+    return any(message.startswith(name + " ") for name in {field, last} if name)

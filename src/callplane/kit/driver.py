@@ -36,7 +36,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from callplane.kit import jsonvalues, wiretext
-from callplane.kit.sqlite_inline import InlineConnection, begin_immediate
+from callplane.kit.sqlite_inline import InlineConnection, begin_immediate, released
 
 _Processor = Callable[[Any], Any] | None
 _DRIVER = "callplane.kit.driver"
@@ -374,6 +374,8 @@ class SqlitePool:
         except sqlite3.Error as error:
             conn.close()
             raise exc.DBAPIError.instance("COMMIT", [], error, sqlite3.Error) from error
+        finally:
+            released(conn)
         if len(self._idle) < self._size:
             self._idle.append(connection)
         else:

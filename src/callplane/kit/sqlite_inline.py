@@ -11,6 +11,12 @@ begin with ``BEGIN IMMEDIATE``; here that statement runs with a zero busy timeou
 database is locked, is retried after an ``asyncio.sleep`` with growing pauses, so other requests
 keep being served meanwhile. In WAL mode nothing else waits: readers never block, and a writer
 holding the write lock commits without waiting for readers.
+
+So writers wait only on one another, and each write transaction is short. The one wait that can
+never end is a task opening a second write transaction while its first still holds the lock (the
+first cannot commit until the second begins): that is refused at once as a bug
+(``NestedWriteError``), instead of stalling the task, and every writer behind it, until the lock
+wait gives up.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -25,6 +32,44 @@ from typing import Any
 LOCK_WAIT_SECONDS = 10.0
 _FIRST_PAUSE = 0.0005
 _LONGEST_PAUSE = 0.02
+
+
+class NestedWriteError(sqlite3.OperationalError):
+    """A task began a write transaction while holding another one (see the module's doc)."""
+
+
+#: The connection of the write transaction each task holds (until it commits or rolls back).
+_writing: weakref.WeakKeyDictionary[asyncio.Task[Any], sqlite3.Connection] = (
+    weakref.WeakKeyDictionary()
+)
+#: Which task began the write transaction open on a connection (by the connection's id).
+_began_by: dict[int, asyncio.Task[Any]] = {}
+
+
+def _refuse_nested(conn: sqlite3.Connection) -> None:
+    task = asyncio.current_task()
+    if task is None:
+        return
+    held = _writing.get(task)
+    if held is not None and held is not conn and _began_by.get(id(held)) is task:
+        try:
+            nested = held.in_transaction
+        except sqlite3.ProgrammingError:  # closed
+            nested = False
+        if nested:
+            raise NestedWriteError(
+                "a write transaction was begun while this task holds another one; "
+                "commit the first, or do the work in it"
+            )
+    _writing[task] = conn
+    _began_by[id(conn)] = task
+
+
+def released(conn: sqlite3.Connection) -> None:
+    """The write transaction on ``conn`` ended (commit or rollback): its task holds none."""
+    task = _began_by.pop(id(conn), None)
+    if task is not None and _writing.get(task) is conn:
+        del _writing[task]
 
 
 def _is_locked(error: sqlite3.OperationalError) -> bool:
@@ -108,12 +153,19 @@ class InlineConnection:
         return await InlineCursor(self).execute(sql, parameters)
 
     async def commit(self) -> None:
-        self._conn.commit()
+        try:
+            self._conn.commit()
+        finally:
+            released(self._conn)
 
     async def rollback(self) -> None:
-        self._conn.rollback()
+        try:
+            self._conn.rollback()
+        finally:
+            released(self._conn)
 
     async def close(self) -> None:
+        released(self._conn)
         self._conn.close()
 
     def stop(self) -> None:
@@ -133,6 +185,7 @@ async def begin_immediate(
     cursor: sqlite3.Cursor | None = None,
 ) -> None:
     """Begin a write transaction, waiting for another writer's lock without holding the loop."""
+    _refuse_nested(conn)
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     pause = _FIRST_PAUSE
     run = cursor if cursor is not None else conn

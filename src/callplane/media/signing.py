@@ -11,7 +11,6 @@ The clock is injectable (``signer.clock``) so tests can expire a URL without sle
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
@@ -21,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from callplane.deployment import derive_secret, signing_key
+from callplane.deployment import DeploymentKey, derive_secret
 from callplane.errors import CallplaneError
 from callplane.kit.db import Database
 from callplane.media.storage import URL_LIFETIME_SECONDS, Storage
@@ -47,24 +46,20 @@ class RecordingSigner:
     def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings
         self.clock = clock
+        self.key = DeploymentKey(settings)
         self._secret: bytes | None = None
-        self._lock = asyncio.Lock()
         #: the hash states keyed with the last secret used (``_keyed``)
         self._keyed: tuple[bytes, Any, Any] | None = None
 
     async def secret(self, db: Database) -> bytes:
         """The MAC key, read once per process (CALLPLANE_SIGNING_KEY or the stored key).
 
-        Read in its own short write transaction, so the request's transaction never has to be
-        upgraded from reading to writing on SQLite.
+        Loaded at the app's start (``callplane.deployment``), so signing inside a transaction,
+        as the engine does for a call's webhooks, never opens another one.
         """
         if self._secret is None:
-            async with self._lock:
-                if self._secret is None:
-                    async with db.session(write=True) as session:
-                        key = await signing_key(session, self.settings)
-                        await session.commit()
-                    self._secret = derive_secret(key, "recording-urls").encode()
+            key = await self.key.load(db)
+            self._secret = derive_secret(key, "recording-urls").encode()
         return self._secret
 
     def _mac(self, secret: bytes, organization_id: int, recording_id: str, expires: str) -> str:

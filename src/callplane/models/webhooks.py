@@ -29,7 +29,8 @@ class WebhookEndpoint(Base):
     events: Mapped[list[str] | None] = mapped_column(default=None)
     description: Mapped[str | None] = mapped_column(Text, default=None)
     enabled: Mapped[bool] = mapped_column(default=True)
-    #: ``whsec_<base64>``: the receiver verifies signatures with it, so it is kept as is.
+    #: ``whsec_<base64>`` sealed with the deployment's key (``webhooks.secrets``): the receiver
+    #: verifies signatures with it, so it cannot be hashed.
     secret: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

@@ -35,6 +35,7 @@ from callplane.models.base import utcnow
 from callplane.models.webhooks import WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookJob
 from callplane.observability.metrics import count_webhook_attempt
 from callplane.webhooks.network import webhook_transport
+from callplane.webhooks.secrets import box_for
 from callplane.webhooks.signing import signed_headers
 
 log = logging.getLogger("callplane.webhooks.delivery")
@@ -93,6 +94,7 @@ class Deliverer:
                 transport=webhook_transport(
                     self.settings.webhook_allow_private_networks,
                     max_connections=MAX_IN_FLIGHT // POOLS,
+                    allow_loopback=self.settings.webhook_allow_loopback,
                 ),
                 timeout=httpx.Timeout(self.settings.webhook_timeout_seconds),
                 follow_redirects=False,
@@ -195,6 +197,7 @@ class Deliverer:
                 )
             )
             await session.commit()
+        box = box_for(await self.engine.runtime.signer.key.load(self.engine.runtime.db))
         jobs = [
             _Job(
                 organization_id=job.organization_id,
@@ -204,7 +207,7 @@ class Deliverer:
                 event_type=event_type,
                 body=body,
                 url=endpoint.url,
-                secret=endpoint.secret,
+                secret=box.open(endpoint.secret, endpoint.id),
                 attempt=job.attempt,
                 first_attempt_at=job.first_attempt_at,
                 retries=job.retries,

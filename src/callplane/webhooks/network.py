@@ -29,11 +29,14 @@ class BlockedAddress(httpcore.ConnectError):
     """The host resolves to an address webhooks may not reach."""
 
 
-def address_allowed(address: IPAddress) -> bool:
+def address_allowed(address: IPAddress, *, loopback: bool = False) -> bool:
     """True for a public unicast address (not loopback, private, link-local — the metadata
-    service 169.254.169.254 is link-local —, shared, multicast, reserved or unspecified)."""
+    service 169.254.169.254 is link-local —, shared, multicast, reserved or unspecified), and
+    for loopback when ``loopback`` (CALLPLANE_WEBHOOK_ALLOW_LOOPBACK: the local demo)."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
+    if loopback and address.is_loopback:
+        return True
     if (
         address.is_loopback
         or address.is_private
@@ -56,9 +59,9 @@ async def resolve(host: str, port: int) -> list[IPAddress]:
     return [ipaddress.ip_address(info[4][0]) for info in infos]
 
 
-def first_blocked(addresses: Iterable[IPAddress]) -> IPAddress | None:
+def first_blocked(addresses: Iterable[IPAddress], *, loopback: bool = False) -> IPAddress | None:
     for address in addresses:
-        if not address_allowed(address):
+        if not address_allowed(address, loopback=loopback):
             return address
     return None
 
@@ -70,7 +73,7 @@ def url_host_port(url: str) -> tuple[str, int]:
     return host, port
 
 
-async def check_destination(url: str) -> str | None:
+async def check_destination(url: str, *, loopback: bool = False) -> str | None:
     """Why ``url`` may not receive webhooks, or None when it may."""
     host, port = url_host_port(url)
     try:
@@ -79,7 +82,7 @@ async def check_destination(url: str) -> str | None:
         return f"host {host} does not resolve"
     if not addresses:
         return f"host {host} does not resolve"
-    if first_blocked(addresses) is not None:
+    if first_blocked(addresses, loopback=loopback) is not None:
         return "URL resolves to a loopback, private, link-local or metadata address"
     return None
 
@@ -87,8 +90,9 @@ async def check_destination(url: str) -> str | None:
 class _GuardedBackend(httpcore.AsyncNetworkBackend):
     """Resolves, checks, then connects to the checked address (TLS still verifies the name)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, loopback: bool = False) -> None:
         self._inner = httpcore.AnyIOBackend()
+        self._loopback = loopback
 
     async def connect_tcp(
         self,
@@ -102,7 +106,7 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
             addresses = await resolve(host, port)
         except OSError as exc:
             raise httpcore.ConnectError(f"host {host} does not resolve") from exc
-        if not addresses or first_blocked(addresses) is not None:
+        if not addresses or first_blocked(addresses, loopback=self._loopback) is not None:
             raise BlockedAddress(
                 "refused: the host resolves to a loopback, private, link-local or metadata address"
             )
@@ -129,23 +133,23 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
 class GuardedTransport(httpx.AsyncHTTPTransport):
     """An httpx transport whose every connection goes through ``_GuardedBackend``."""
 
-    def __init__(self, *, max_connections: int = 200) -> None:
+    def __init__(self, *, max_connections: int = 200, loopback: bool = False) -> None:
         super().__init__(trust_env=False)
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl.create_default_context(cafile=certifi.where()),
             max_connections=max_connections,
             max_keepalive_connections=max_connections,
             keepalive_expiry=30.0,
-            network_backend=_GuardedBackend(),
+            network_backend=_GuardedBackend(loopback=loopback),
         )
 
 
 def webhook_transport(
-    allow_private_networks: bool, *, max_connections: int = 200
+    allow_private_networks: bool, *, max_connections: int = 200, allow_loopback: bool = False
 ) -> httpx.AsyncHTTPTransport:
     if allow_private_networks:
         limits = httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
         return httpx.AsyncHTTPTransport(trust_env=False, limits=limits)
-    return GuardedTransport(max_connections=max_connections)
+    return GuardedTransport(max_connections=max_connections, loopback=allow_loopback)

@@ -22,7 +22,10 @@ from callplane.webhooks.schemas import (
     WebhookCreate,
     WebhookCreated,
     WebhookList,
+    WebhookOne,
+    WebhookUpdate,
 )
+from callplane.webhooks.secrets import box_for
 
 router = family_router(STATUS, tags=["webhooks"])
 
@@ -38,8 +41,11 @@ async def create_webhook(
 ) -> Response:
     """Register an HTTPS (or HTTP) endpoint for some or all event types. The response carries the
     endpoint's signing secret (Standard Webhooks, `whsec_...`), shown only here."""
-    endpoint = await service.create_webhook(session, runtime.settings, tenant.organization_id, body)
-    return json_response({"webhook": service.webhook_wire(endpoint, with_secret=True)}, 201)
+    box = box_for(await runtime.signer.key.load(runtime.db))
+    endpoint, secret = await service.create_webhook(
+        session, runtime.settings, tenant.organization_id, body, box
+    )
+    return json_response({"webhook": service.webhook_wire(endpoint, secret=secret)}, 201)
 
 
 @router.get("/webhooks", response_model=WebhookList, summary="List webhook endpoints")
@@ -47,6 +53,32 @@ async def list_webhooks(session: SessionDep, tenant: CurrentTenant) -> Response:
     """The organization's webhook endpoints (without their secrets)."""
     endpoints = await service.list_webhooks(session, tenant.organization_id)
     return json_response({"webhooks": [service.webhook_wire(e) for e in endpoints]})
+
+
+@router.get("/webhooks/{id}", response_model=WebhookOne, summary="Read a webhook endpoint")
+async def get_webhook(id: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    """One webhook endpoint (without its secret)."""
+    endpoint = await service.get_webhook(session, tenant.organization_id, id)
+    return json_response({"webhook": service.webhook_wire(endpoint)})
+
+
+@router.patch(
+    "/webhooks/{id}",
+    response_model=WebhookOne,
+    summary="Change a webhook endpoint's URL, events, description or enabled",
+)
+async def update_webhook(
+    id: uuid.UUID,
+    body: WebhookUpdate,
+    session: SessionDep,
+    runtime: RuntimeDep,
+    tenant: CurrentTenant,
+) -> Response:
+    """Change the fields given; `enabled: false` pauses deliveries of new events to it."""
+    endpoint = await service.update_webhook(
+        session, runtime.settings, tenant.organization_id, id, body
+    )
+    return json_response({"webhook": service.webhook_wire(endpoint)})
 
 
 @router.delete("/webhooks/{id}", response_model=Deleted, summary="Delete a webhook endpoint")

@@ -53,6 +53,18 @@ class WebhookCreate(BaseModel):
     description: Annotated[SafeStr, StringConstraints(max_length=1000)] | None = None
 
 
+class WebhookUpdate(BaseModel):
+    """Fields to change; omitted fields stay. ``events: null`` sends every type again,
+    ``description: null`` clears it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    url: WebhookURL | None = None
+    events: Annotated[list[str], Field(max_length=50), AfterValidator(_check_events)] | None = None
+    description: Annotated[SafeStr, StringConstraints(max_length=1000)] | None = None
+    enabled: bool | None = None
+
+
 class Webhook(BaseModel):
     id: UUID
     url: str
@@ -60,6 +72,10 @@ class Webhook(BaseModel):
     description: str | None
     enabled: bool
     created_at: datetime
+
+
+class WebhookOne(BaseModel):
+    webhook: Webhook
 
 
 class WebhookWithSecret(Webhook):

@@ -17,14 +17,16 @@ from callplane.models.webhooks import WebhookDelivery, WebhookEndpoint, WebhookJ
 from callplane.settings import Settings
 from callplane.webhooks.events import EVENT_TYPES, emit
 from callplane.webhooks.network import check_destination
-from callplane.webhooks.schemas import WebhookCreate
+from callplane.webhooks.schemas import WebhookCreate, WebhookUpdate
+from callplane.webhooks.secrets import SecretBox
 from callplane.webhooks.signing import new_secret
 
 WEBHOOK_NOT_FOUND = "Webhook not found"
 DELIVERY_NOT_FOUND = "Delivery not found"
 
 
-def webhook_wire(endpoint: WebhookEndpoint, *, with_secret: bool = False) -> dict[str, Any]:
+def webhook_wire(endpoint: WebhookEndpoint, *, secret: str | None = None) -> dict[str, Any]:
+    """The endpoint on the wire; ``secret`` (the plain one, known only at creation) is shown."""
     wire: dict[str, Any] = {
         "id": str(endpoint.id),
         "url": endpoint.url,
@@ -32,8 +34,8 @@ def webhook_wire(endpoint: WebhookEndpoint, *, with_secret: bool = False) -> dic
         "description": endpoint.description,
         "enabled": endpoint.enabled,
     }
-    if with_secret:
-        wire["secret"] = endpoint.secret
+    if secret is not None:
+        wire["secret"] = secret
     wire["created_at"] = endpoint.created_at
     return wire
 
@@ -54,27 +56,38 @@ def delivery_wire(delivery: WebhookDelivery) -> dict[str, Any]:
 
 
 async def create_webhook(
-    session: AsyncSession, settings: Settings, organization_id: int, body: WebhookCreate
-) -> WebhookEndpoint:
-    if not settings.webhook_allow_private_networks:
-        problem = await check_destination(body.url)
-        if problem:
-            raise InvalidInput(problem, loc=("body", "url"))
+    session: AsyncSession,
+    settings: Settings,
+    organization_id: int,
+    body: WebhookCreate,
+    box: SecretBox,
+) -> tuple[WebhookEndpoint, str]:
+    """The new endpoint and its secret in plain (stored sealed, ``webhooks.secrets``)."""
+    await _check_destination(settings, body.url)
     now = utcnow()
+    secret = new_secret()
+    endpoint_id = uuid.uuid4()
     endpoint = WebhookEndpoint(
         organization_id=organization_id,
-        id=uuid.uuid4(),
+        id=endpoint_id,
         url=body.url,
         events=body.events,
         description=body.description,
         enabled=True,
-        secret=new_secret(),
+        secret=box.seal(secret, endpoint_id),
         created_at=now,
         updated_at=now,
     )
     session.add(endpoint)
     await session.flush()
-    return endpoint
+    return endpoint, secret
+
+
+async def _check_destination(settings: Settings, url: str) -> None:
+    if not settings.webhook_allow_private_networks:
+        problem = await check_destination(url, loopback=settings.webhook_allow_loopback)
+        if problem:
+            raise InvalidInput(problem, loc=("body", "url"))
 
 
 async def list_webhooks(session: AsyncSession, organization_id: int) -> Sequence[WebhookEndpoint]:
@@ -96,6 +109,34 @@ async def get_webhook(
     )
     if endpoint is None:
         raise NotFound(WEBHOOK_NOT_FOUND)
+    return endpoint
+
+
+async def update_webhook(
+    session: AsyncSession,
+    settings: Settings,
+    organization_id: int,
+    webhook_id: uuid.UUID,
+    body: WebhookUpdate,
+) -> WebhookEndpoint:
+    """Change what ``body`` sets; a disabled endpoint gets no new events until enabled again."""
+    endpoint = await get_webhook(session, organization_id, webhook_id)
+    given = body.model_fields_set
+    if "url" in given:
+        if body.url is None:
+            raise InvalidInput("url cannot be null", loc=("body", "url"))
+        await _check_destination(settings, body.url)
+        endpoint.url = body.url
+    if "events" in given:
+        endpoint.events = body.events
+    if "description" in given:
+        endpoint.description = body.description
+    if "enabled" in given:
+        if body.enabled is None:
+            raise InvalidInput("enabled cannot be null", loc=("body", "enabled"))
+        endpoint.enabled = body.enabled
+    endpoint.updated_at = utcnow()
+    await session.flush()
     return endpoint
 
 

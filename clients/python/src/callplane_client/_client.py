@@ -41,6 +41,14 @@ class _Resources:
         self.agents = Agents(send, is_async)
 
 
+def _base(base_url: str) -> httpx.URL:
+    """The server's address: with or without a trailing ``/v1`` (every path carries its own)."""
+    base = base_url.rstrip("/")
+    if base.endswith("/v1"):
+        base = base[: -len("/v1")]
+    return httpx.URL(base)
+
+
 def _headers(api_key: str) -> dict[str, str]:
     if not api_key:
         raise ValueError("an API key is required (Callplane(api_key=...))")
@@ -68,7 +76,7 @@ class Callplane(_Resources):
     ) -> None:
         self._owns_client = http_client is None
         self._http = http_client or httpx.Client(timeout=timeout)
-        self._http.base_url = httpx.URL(base_url.rstrip("/"))
+        self._http.base_url = _base(base_url)
         self._http.headers.update(_headers(api_key))
         self._transport = SyncTransport(self._http, RetryPolicy(max_retries=max_retries))
         self._attach(self._transport.send, is_async=False)
@@ -104,7 +112,7 @@ class AsyncCallplane(_Resources):
     ) -> None:
         self._owns_client = http_client is None
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
-        self._http.base_url = httpx.URL(base_url.rstrip("/"))
+        self._http.base_url = _base(base_url)
         self._http.headers.update(_headers(api_key))
         self._transport = AsyncTransport(self._http, RetryPolicy(max_retries=max_retries))
         self._attach(self._transport.send, is_async=True)

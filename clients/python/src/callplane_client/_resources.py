@@ -538,6 +538,30 @@ class Webhooks(_Resource):
     def list(self) -> List[Webhook]:
         return self._send(Request("GET", "/v1/webhooks", _many(Webhook, "webhooks")))  # type: ignore[no-any-return]
 
+    def get(self, id: str) -> Webhook:  # noqa: A002
+        return self._send(Request("GET", f"/v1/webhooks/{_segment(id)}", _one(Webhook, "webhook")))  # type: ignore[no-any-return]
+
+    def update(
+        self,
+        id: str,  # noqa: A002
+        *,
+        url: str | None = None,
+        events: Sequence[str] | None = None,
+        description: str | None = None,
+        enabled: bool | None = None,
+    ) -> Webhook:
+        """Change the fields given (the others stay)."""
+        body = _drop_none(
+            {
+                "url": url,
+                "events": None if events is None else list(events),
+                "description": description,
+                "enabled": enabled,
+            }
+        )
+        path = f"/v1/webhooks/{_segment(id)}"
+        return self._send(Request("PATCH", path, _one(Webhook, "webhook"), json=body))  # type: ignore[no-any-return]
+
     def delete(self, id: str) -> Result:  # noqa: A002
         return self._send(Request("DELETE", f"/v1/webhooks/{_segment(id)}", _one(Result)))  # type: ignore[no-any-return]
 

@@ -5,7 +5,7 @@ was a name, and an empty config is exactly today's behaviour (the call's own fie
 platform's defaults). Numbers routed to an agent route to its ``main``.
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 """
 
 import base64
@@ -20,7 +20,7 @@ from alembic import op
 from callplane.models.base import JSONType
 
 revision: str = "0011"
-down_revision: str | None = "0009"
+down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,173 @@
+"""``callplane doctor``: every part a deployment needs, each OK or the line that fixes it.
+
+Each check is independent and bounded in time, so one broken part never hides the others; the
+command exits 1 when any part needs fixing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import shutil
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import httpx
+import typer
+from sqlalchemy import text
+
+from callplane.cli.banner import without_password
+from callplane.settings import Settings
+
+_TIMEOUT = 5.0
+
+
+@dataclass
+class Finding:
+    part: str
+    ok: bool
+    detail: str
+
+
+async def _database(settings: Settings) -> Finding:
+    from callplane.kit.db import Database
+
+    shown = without_password(settings.database_url)
+    try:
+        db = Database(settings.database_url, pool_size=1)
+    except Exception as exc:
+        return Finding("database", False, f"fix CALLPLANE_DATABASE_URL ({exc})")
+    try:
+        async with db.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+    except Exception as exc:
+        line = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        return Finding(
+            "database", False, f"{shown}: {line}; check CALLPLANE_DATABASE_URL and the server"
+        )
+    finally:
+        await db.dispose()
+    return Finding("database", True, shown)
+
+
+async def _storage(settings: Settings) -> Finding:
+    from callplane.media.storage import storage_from_settings
+
+    try:
+        storage = storage_from_settings(settings)
+        key = f"doctor/{uuid.uuid4()}"
+        await storage.put(key, b"ok", "text/plain")
+        await storage.delete(key)
+    except Exception as exc:
+        return Finding(
+            "storage",
+            False,
+            f"{settings.storage_url}: {exc}; make it writable or fix CALLPLANE_STORAGE_URL",
+        )
+    return Finding("storage", True, f"{settings.storage_url} (writable)")
+
+
+async def _speech_model(settings: Settings) -> Finding:
+    from callplane.external_calls.transcription import speech_available
+
+    missing = speech_available(settings)
+    if missing is not None:
+        return Finding("speech model", False, missing)
+    return Finding("speech model", True, settings.whisper_model_dir or "bundled Whisper tiny.en")
+
+
+async def _espeak(_settings: Settings) -> Finding:
+    found = shutil.which("espeak-ng")
+    if found is None:
+        return Finding(
+            "espeak-ng",
+            False,
+            "not installed: `sudo apt-get install espeak-ng` (Debian); without it calls are "
+            "text-only (the simulated network works, audio calls are silent)",
+        )
+    return Finding("espeak-ng", True, found)
+
+
+async def _piper(_settings: Settings) -> Finding:
+    if importlib.util.find_spec("piper") is None:
+        return Finding("Piper voices", True, "not installed (espeak-ng speaks instead)")
+    return Finding("Piper voices", True, "installed")
+
+
+async def _sip(settings: Settings) -> Finding:
+    if settings.telephony != "sip":
+        return Finding("SIP listener", True, "not used (CALLPLANE_TELEPHONY=simulated)")
+    host, _, port = settings.sip_listen.rpartition(":")
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind((host or "0.0.0.0", int(port)))  # noqa: S104 - only a probe
+    except (OSError, ValueError) as exc:
+        return Finding(
+            "SIP listener",
+            False,
+            f"cannot listen on {settings.sip_listen} ({exc}): stop what holds it or set "
+            "CALLPLANE_SIP_LISTEN",
+        )
+    return Finding("SIP listener", True, f"{settings.sip_listen} is free")
+
+
+async def _llm(settings: Settings) -> Finding:
+    if not settings.llm_base_url:
+        return Finding(
+            "LLM",
+            True,
+            "none configured: agents say first_message and listen; set CALLPLANE_LLM_BASE_URL "
+            "(and CALLPLANE_LLM_MODEL) for conversations",
+        )
+    headers = {"Authorization": f"Bearer {settings.llm_api_key}"} if settings.llm_api_key else {}
+    url = settings.llm_base_url.rstrip("/") + "/models"
+    try:
+        async with httpx.AsyncClient(timeout=_TIMEOUT, trust_env=False) as client:
+            response = await client.get(url, headers=headers)
+    except httpx.HTTPError as exc:
+        return Finding(
+            "LLM",
+            False,
+            f"{settings.llm_base_url} unreachable ({type(exc).__name__}): start the server or "
+            "fix CALLPLANE_LLM_BASE_URL",
+        )
+    if response.status_code in (401, 403):
+        return Finding("LLM", False, f"{url} refused the key: set CALLPLANE_LLM_API_KEY")
+    if response.status_code >= 500:
+        return Finding("LLM", False, f"{url} answered HTTP {response.status_code}")
+    return Finding("LLM", True, f"{settings.llm_base_url} ({settings.llm_model or 'no model set'})")
+
+
+CHECKS: list[Callable[[Settings], Awaitable[Finding]]] = [
+    _database,
+    _storage,
+    _speech_model,
+    _espeak,
+    _piper,
+    _sip,
+    _llm,
+]
+
+
+async def examine(settings: Settings) -> list[Finding]:
+    async def bounded(check: Callable[[Settings], Awaitable[Finding]]) -> Finding:
+        try:
+            return await asyncio.wait_for(check(settings), _TIMEOUT * 2)
+        except TimeoutError:
+            name = check.__name__.strip("_").replace("_", " ")
+            return Finding(name, False, f"no answer within {_TIMEOUT * 2:g} s")
+
+    return [await bounded(check) for check in CHECKS]
+
+
+def doctor() -> None:
+    """Check every part callplane uses; print OK or how to fix it (exit 1 if any needs fixing)."""
+    findings = asyncio.run(examine(Settings()))
+    width = max(len(f.part) for f in findings)
+    for finding in findings:
+        status = "OK " if finding.ok else "FIX"
+        typer.echo(f"{finding.part.ljust(width)}  {status}  {finding.detail}")
+    if not all(f.ok for f in findings):
+        raise typer.Exit(1)

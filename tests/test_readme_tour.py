@@ -1,0 +1,74 @@
+"""The README's tour runs as written against a live server set up as ``make run`` sets it up (the
+demo data, the engine inside the server, loopback webhooks allowed), and every documented output
+is what the server prints (``tests/readme_tour.py`` reads the markup)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests import readme_tour
+from tests.conftest import BACKEND
+from tests.live_server import live_server, seed_org
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+DOCUMENTED_URL = "http://127.0.0.1:8000"
+DOCUMENTED_KEY = "export KEY=cp_demo_..."
+
+
+def test_the_markup_is_read() -> None:
+    tour = readme_tour.steps(README.read_text())
+    assert len(tour) >= 10
+    assert sum(step.expected is not None for step in tour) >= 8
+    assert readme_tour.matches('{"a":...,"b":2}', '{"a":[1,{"x":1}],"b":2}\n')
+    assert not readme_tour.matches('{"a":1}', '{"a":2}')
+
+
+def _settled(url: str, headers: dict[str, str]) -> None:
+    """The demo's queued calls are dialled at start-up, as under `make run`: let them end."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        busy = 0
+        for status in ("enqueued", "dialing", "in_progress"):
+            page = httpx.get(f"{url}/v1/calls", params={"status": status}, headers=headers)
+            busy += page.json()["total_count"]
+        if busy == 0:
+            return
+        time.sleep(0.5)
+    raise AssertionError("the demo's calls did not end")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(BACKEND != "sqlite", reason="make run serves SQLite")
+def test_the_readme_tour_prints_what_it_documents(database_url: str, tmp_path: Path) -> None:
+    tour = readme_tour.steps(README.read_text())
+    org = seed_org(database_url, tmp_path)
+    settings = {"worker": "embedded", "webhook_allow_loopback": True, "signing_key": None}
+    with live_server(database_url, tmp_path, **settings) as server:
+        _settled(server.url, org.headers)
+        marker = f"@@tour-{uuid.uuid4().hex}"
+        text = readme_tour.script(tour, marker)
+        text = text.replace(DOCUMENTED_KEY, f"export KEY={org.api_key}")
+        text = text.replace(DOCUMENTED_URL, server.url)
+        ran = subprocess.run(
+            ["bash", "-c", text],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    printed = readme_tour.outputs(ran.stdout, marker, len(tour))
+    wrong = [
+        f"README line {step.line}: {step.command}\n  documented: {step.expected}\n"
+        f"  printed:    {output.strip().replace(server.url, DOCUMENTED_URL)}"
+        for step, output in zip(tour, printed, strict=True)
+        if step.expected is not None
+        and not readme_tour.matches(step.expected, output.replace(server.url, DOCUMENTED_URL))
+    ]
+    assert not wrong, "\n".join(wrong) + "\n" + ran.stderr[-2000:]
