@@ -83,6 +83,8 @@ METHODS = {
     "move_branch": "branches.move",
     "merge_branch": "branches.merge",
     "delete_branch": "branches.delete",
+    "create_web_call_token": "web_calls.create_token",
+    "create_web_call": "web_calls.create",
 }
 #: Routes a client of the API key does not call: signed URLs are used as they are.
 NOT_CLIENT_ROUTES = {"recording_audio"}
@@ -230,6 +232,17 @@ def test_agents_commits_branches_diff_and_numbers(server) -> None:
         assert api.numbers.delete(number.id).success is True
         assert api.agents.archive(agent.id).success is True
         assert agent.id not in [a.id for a in api.agents.iter()]
+
+
+def test_web_call_tokens(server) -> None:
+    url, key = server
+    with Callplane(key, base_url=url) as api:
+        agent = api.agents.create("Web", {"prompt": "A"}).agent
+        token = api.web_calls.create_token(agent.id, "https://shop.example.com", params={"a": 1})
+        assert token.token.startswith("cpw_") and token.expires_at
+        with pytest.raises(APIError) as refused:
+            api.web_calls.create("not an offer", agent.id)
+        assert refused.value.status_code == 422
 
 
 def test_custom_data(server) -> None:

@@ -10,6 +10,7 @@ import httpx
 from callplane_client import _resources as r
 from callplane_client._agents import Agents
 from callplane_client._transport import AsyncTransport, RetryPolicy, SyncTransport
+from callplane_client._web_calls import WebCalls
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
@@ -27,6 +28,7 @@ class _Resources:
     external_calls: r.ExternalCalls
     webhooks: r.Webhooks
     agents: Agents
+    web_calls: WebCalls
 
     def _attach(self, send: Any, is_async: bool) -> None:
         self.voices = r.Voices(send, is_async)
@@ -39,6 +41,7 @@ class _Resources:
         self.external_calls = r.ExternalCalls(send, is_async)
         self.webhooks = r.Webhooks(send, is_async)
         self.agents = Agents(send, is_async)
+        self.web_calls = WebCalls(send, is_async)
 
 
 def _base(base_url: str) -> httpx.URL:

@@ -283,6 +283,20 @@ class AgentCreated(Model):
     tools_secret: str
 
 
+class WebCallToken(Model):
+    """A single-use token a web page starts one web call with (at most 300 s)."""
+
+    token: str
+    expires_at: str
+
+
+class WebCall(Model):
+    """A web call answered: its call id and the SDP answer for the browser."""
+
+    call_id: str
+    sdp: str
+
+
 class Commit(Model):
     """An immutable commit; ``config`` is absent in history listings."""
 
