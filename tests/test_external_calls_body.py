@@ -14,8 +14,8 @@ import pytest
 from callplane.external_calls import fast
 from tests.conftest import BACKEND
 from tests.factories import load, make_org
-from tests.test_fast_paths import fast_paths_served
 from tests.test_external_calls_data import TRANSCRIPT, external_call, leg, wav
+from tests.test_fast_paths import fast_paths_served
 
 _QUERY = re.compile(rb"\?expires=[0-9]{10}&signature=[A-Za-z0-9_-]{43}\"")
 

@@ -186,7 +186,11 @@ def _patch_cases(w: World) -> list[Case]:
     url = f"/v1/data/customers/{first}"
     bodies: list[tuple[str, bytes | None, str | None]] = [
         ("one column", b'{"score": 5}', "application/json"),
-        ("several columns", b'{"name": "Zed", "active": false, "balance": 1.5}', "application/json"),
+        (
+            "several columns",
+            b'{"name": "Zed", "active": false, "balance": 1.5}',
+            "application/json",
+        ),
         ("a JSON column", b'{"profile": {"deep": [1, {"x": null}]}}', "application/json"),
         ("a timestamp", b'{"synced_at": "2025-06-01T00:00:00+02:00"}', "application/json"),
         ("no content type", b'{"score": 6}', None),
