@@ -79,7 +79,11 @@ def main() -> None:
         "CALLPLANE_PUBLIC_URL": base,
         "CALLPLANE_RATE_LIMIT": "100000000/minute",
         "CALLPLANE_LOG_LEVEL": "warning",
-        "PYTHONPATH": str(Path(__file__).resolve().parent),
+        # The bench directory (the floor app) after any tree the caller puts first, so a
+        # worktree or an older checkout is what is measured (PYTHONPATH=<tree>/src).
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (os.environ.get("PYTHONPATH"), str(Path(__file__).resolve().parent)) if p
+        ),
     }
     callplane = str(BIN / "callplane")
     org = json.loads(run([callplane, "orgs", "create", "Bench", "--json"], env))

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from callplane.external_calls import hot
+from callplane.external_calls import fast
 from tests.conftest import BACKEND
 from tests.factories import load, make_org
 from tests.test_external_calls_data import TRANSCRIPT, external_call, leg, wav
+from tests.test_fast_paths import fast_paths_served
 
 _QUERY = re.compile(rb"\?expires=[0-9]{10}&signature=[A-Za-z0-9_-]{43}\"")
 
@@ -168,17 +169,9 @@ async def test_single_read_body_bytes(app, client):
 
 
 @pytest.fixture
-def hot_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the requests that ``external_calls.hot`` answers itself."""
-    taken: list[int] = []
-    serve = hot._in_read_transaction
-
-    async def counted(*args: Any) -> dict[str, Any]:
-        taken.append(1)
-        return await serve(*args)
-
-    monkeypatch.setattr(hot, "_in_read_transaction", counted)
-    return taken
+def hot_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The routes of the requests that a fast path (``external_calls.fast``) answered."""
+    return fast_paths_served(monkeypatch)
 
 
 async def test_the_routes_and_the_hot_path_answer_the_same_bytes(app, client, hot_reads):
@@ -223,8 +216,8 @@ async def test_a_bug_in_the_hot_path_is_a_500_in_the_family_shape(app, client, m
     async def broken(*_args: Any) -> dict[str, Any]:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(hot.reads, "external_calls_page", broken)
-    monkeypatch.setattr(hot.reads, "external_call_body", broken)
+    monkeypatch.setattr(fast.reads, "external_calls_page", broken)
+    monkeypatch.setattr(fast.reads, "external_call_body", broken)
     response = await client.get(path, headers=org.headers)
     assert response.status_code == 500
     assert response.json() == {

@@ -38,12 +38,12 @@ def _imports(path: Path) -> set[str]:
 
 def _below_http(path: Path) -> bool:
     """Modules that serve the web layer rather than sit on it: services, schemas, models and the
-    package's own infrastructure (routers, ASGI layers such as ``custom_data/hot.py``, the
+    package's own infrastructure (routers, fast paths such as ``custom_data/fast.py``, the
     dashboard, the CLI and app assembly sit above)."""
     parts = path.relative_to(PACKAGE).parts
     if parts[0] in ("http", "dashboard", "cli", "engine", "migrations"):
         return False
-    return parts[-1] not in ("router.py", "find_router.py", "hot.py", "app.py", "server.py")
+    return parts[-1] not in ("router.py", "find_router.py", "fast.py", "app.py", "server.py")
 
 
 def test_nothing_below_http_imports_from_it() -> None:

@@ -13,17 +13,16 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from callplane import __version__
 from callplane.contacts.purge import purge_task
-from callplane.custom_data.hot import HotRecords
 from callplane.dashboard import create_dashboard
 from callplane.engine.embedded import embedded_engine
 from callplane.engine.web import web_call_host
-from callplane.external_calls.hot import HotExternalCalls
 from callplane.http import errors, openapi
 from callplane.http.conventions import HttpConventions, add_cors, cors_origins, trusted_proxies
 from callplane.http.errors import CrashBarrier
+from callplane.http.fast import FastPathLayer
 from callplane.http.middleware import RequestContextMiddleware
 from callplane.http.responses import JSONResponse, json_response
-from callplane.http.v1 import include_v1
+from callplane.http.v1 import V1_FAST_PATHS, include_v1
 from callplane.kit.logs import configure_logging
 from callplane.observability import exposition, tracing
 from callplane.observability.middleware import HttpMetrics
@@ -77,13 +76,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     exposition.install(app, runtime)
     errors.install(app)
     openapi.install(app)
-    # Middleware, innermost first: the two hottest custom-data requests and the two external
-    # call reads, served without FastAPI's routing (custom_data.hot, external_calls.hot); a bug
-    # is a 500 in the family shape (http.errors); HEAD, trailing slashes and CORS
-    # (http.conventions); the request id and access log; and, outermost, the real client address
-    # behind a trusted reverse proxy.
-    app.add_middleware(HotRecords, runtime=runtime)
-    app.add_middleware(HotExternalCalls, runtime=runtime)
+    # Middleware, innermost first: the domains' fast paths, served without FastAPI's routing
+    # through their routes' own pipeline (http.fast); a bug is a 500 in the family shape
+    # (http.errors); HEAD, trailing slashes and CORS (http.conventions); the request id and
+    # access log; and, outermost, the real client address behind a trusted reverse proxy.
+    app.add_middleware(FastPathLayer, routes=app.routes, paths=V1_FAST_PATHS)
     app.add_middleware(CrashBarrier)
     app.add_middleware(HttpConventions)
     add_cors(app, cors_origins(settings.cors_origins))

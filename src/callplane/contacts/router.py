@@ -31,10 +31,9 @@ from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import STATUS, StatusError
 from callplane.http.responses import json_response
 from callplane.http.routing import exact_json_text, family_router
-from callplane.http.unit_of_work import get_session, has_session
+from callplane.http.unit_of_work import one_transaction
 from callplane.kit.pagination import total_pages
 from callplane.models.base import utcnow
-from callplane.runtime import Runtime
 
 router = family_router(STATUS, tags=["contacts"])
 
@@ -44,24 +43,11 @@ T = TypeVar("T")
 async def _one_statement(
     request: Request, *, write: bool, run: Callable[[service.Db], Awaitable[T]]
 ) -> T:
-    """Run the one statement of a PUT or GET: in a transaction of its own when authentication
-    opened no session (a cached key), else on the request's session — never both, as on SQLite
-    a session begun IMMEDIATE would hold the write lock the other transaction waits for. The own
-    transaction is committed before the response is sent and rolled back on any error, as the
-    unit of work does for the session (``http.unit_of_work``); measured, skipping the session
-    is most of what a PUT gains (bench/README.md "Contact data")."""
-    runtime: Runtime = request.app.state.runtime
-    pool = runtime.own_transactions
-    if pool is None or has_session(request):
-        return await run(await get_session(request))
-    own = await pool.begin(write=write)
-    try:
-        result = await run(own)
-    except BaseException:
-        await pool.end(own, commit=False)
-        raise
-    await pool.end(own, commit=True)
-    return result
+    """Run the one statement of a PUT or GET in a transaction of its own when authentication
+    opened no session (a cached key), else on the request's session
+    (``http.unit_of_work.one_transaction``); measured, skipping the session is most of what a PUT
+    gains (bench/README.md "Contact data")."""
+    return await one_transaction(request, run, write=write)
 
 
 PhoneNumberPath = Annotated[

@@ -15,14 +15,27 @@ Endpoints marked ``@streamed_body`` (an audio upload) are left alone: they read
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
+from starlette.types import Message, Receive
 
 from callplane.errors import InvalidInput, PayloadTooLarge
 from callplane.kit import jsonvalues
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+@dataclass(frozen=True)
+class BodyPolicy:
+    """What an endpoint asks of the policy (``http.routing.streamed_body`` and
+    ``exact_json_text`` set it)."""
+
+    #: False for an endpoint that reads and bounds ``request.stream()`` itself
+    applies: bool = True
+    #: see ``http.routing.exact_json_text``
+    exact_text: bool = False
 
 
 class PolicedRequest(Request):
@@ -43,6 +56,20 @@ class PolicedRequest(Request):
 
     async def stream(self) -> AsyncGenerator[bytes, None]:
         yield self.raw_body
+
+    def replay(self) -> Receive:
+        """An ASGI ``receive`` that hands on the body as it was received, for an app the
+        request goes on to."""
+        sent = False
+
+        async def receive() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": self.raw_body, "more_body": False}
+            return {"type": "http.disconnect"}
+
+        return receive
 
 
 async def _read_bounded(request: Request, limit: int) -> bytes:

@@ -1,7 +1,8 @@
 """Every error response is rendered here, in the shape of the family of the route it concerns.
 
-A family route (``http.routing``) only ends its unit of work and lets exceptions go; they come
-here, through ``install(app)``:
+``error_response`` is the one renderer: the request pipeline (``http.pipeline``) that serves
+family routes and fast paths renders what its handler raises through it, and so do the app's
+exception handlers (``install(app)``) for what is raised outside any pipeline:
 
 - domain errors (``callplane.errors``) with their status, and request validation errors;
 - Starlette's own 404/405 (an unknown path is the STATUS shape; a 405 lists in ``Allow`` every
@@ -22,7 +23,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -46,10 +47,6 @@ def _respond(rendered: Rendered) -> Response:
     return json_response(rendered.body, rendered.status_code, rendered.headers)
 
 
-def render(scope: Scope, exc: CallplaneError) -> Response:
-    return _respond(render_error(family_of(scope), exc))
-
-
 def allowed_methods(app: Any, scope: Scope) -> list[str]:
     """Every method the path that owns this URL serves (``http.paths``); HEAD wherever GET is
     (OPTIONS is CORS's)."""
@@ -59,36 +56,50 @@ def allowed_methods(app: Any, scope: Scope) -> list[str]:
     return sorted(allowed)
 
 
-def install(app: FastAPI) -> None:
-    @app.exception_handler(CallplaneError)
-    async def domain_error(request: Request, exc: CallplaneError) -> Response:
-        return render(request.scope, exc)
-
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        return _respond(render_validation(family_of(request.scope), list(exc.errors())))
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+def error_response(scope: Scope, family: ErrorFamily, exc: Exception) -> Response | None:
+    """The one renderer: the response an exception raised while serving a request of ``family``
+    is answered with, or None for a bug (``CrashBarrier`` answers those). The request pipeline
+    (``http.pipeline``) renders through it, and so do the app's exception handlers for what is
+    raised outside it (an unknown path, a route's own checks)."""
+    if isinstance(exc, CallplaneError):
+        return _respond(render_error(family, exc))
+    if isinstance(exc, RequestValidationError):
+        return _respond(render_validation(family, list(exc.errors())))
+    if isinstance(exc, StarletteHTTPException):
         if exc.status_code == 400:  # FastAPI could not read a body that passed the policy
             invalid = InvalidInput("Request body could not be parsed", type_="json_invalid")
-            return render(request.scope, invalid)
+            return _respond(render_error(family, invalid))
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
-            headers["Allow"] = ", ".join(allowed_methods(request.app, request.scope))
-        family = family_of(request.scope)
+            headers["Allow"] = ", ".join(allowed_methods(scope["app"], scope))
         detail = str(exc.detail)
         if exc.status_code == 404 and detail == "Not Found":  # no route: say which path
-            detail = f"Not found: {request.url.path}"
+            detail = f"Not found: {scope['path']}"
         return json_response(family.body(detail, [detail]), exc.status_code, headers)
-
-    @app.exception_handler(OperationalError)
-    @app.exception_handler(InterfaceError)
-    async def database_unavailable(request: Request, exc: DBAPIError) -> Response:
+    if isinstance(exc, OperationalError | InterfaceError):
         if "database is locked" in str(exc.orig):
-            return render(request.scope, Unavailable("Database busy, retry shortly"))
-        log.error("database unavailable", exc_info=exc, extra=_request_id(request.scope))
-        return render(request.scope, Unavailable("Database unavailable, retry shortly"))
+            return _respond(render_error(family, Unavailable("Database busy, retry shortly")))
+        log.error("database unavailable", exc_info=exc, extra=_request_id(scope))
+        unavailable = Unavailable("Database unavailable, retry shortly")
+        return _respond(render_error(family, unavailable))
+    return None
+
+
+def install(app: FastAPI) -> None:
+    async def rendered(request: Request, exc: Exception) -> Response:
+        response = error_response(request.scope, family_of(request.scope), exc)
+        if response is None:  # not registered for anything it cannot render
+            raise exc
+        return response
+
+    for handled in (
+        CallplaneError,
+        RequestValidationError,
+        StarletteHTTPException,
+        OperationalError,
+        InterfaceError,
+    ):
+        app.add_exception_handler(handled, rendered)
 
 
 def _request_id(scope: Scope) -> dict[str, Any]:

@@ -25,12 +25,12 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from callplane.http.body import police_body
+from callplane.http.body import BodyPolicy
 from callplane.http.conventions import require_utf8_path
 from callplane.http.families import ErrorFamily
 from callplane.http.paths import route_path, shadowed
+from callplane.http.pipeline import run_pipeline
 from callplane.http.responses import JSONResponse
-from callplane.http.unit_of_work import unit_of_work
 
 _STREAMED_BODY = "__callplane_streamed_body__"
 _EXACT_TEXT = "__callplane_exact_json_text__"
@@ -54,9 +54,17 @@ def exact_json_text(endpoint: EndpointT) -> EndpointT:
     return endpoint
 
 
+def policy_of(endpoint: Callable[..., Any]) -> BodyPolicy:
+    return BodyPolicy(
+        applies=not getattr(endpoint, _STREAMED_BODY, False),
+        exact_text=getattr(endpoint, _EXACT_TEXT, False),
+    )
+
+
 def family_route_class(family: ErrorFamily) -> type[APIRoute]:
     class FamilyRoute(APIRoute):
         error_family = family
+        body_policy: BodyPolicy
 
         def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
             responses = family.openapi_responses()
@@ -66,23 +74,18 @@ def family_route_class(family: ErrorFamily) -> type[APIRoute]:
             # The body policy decides about Content-Type (a body without one is JSON, on every
             # route); FastAPI must then parse what the policy hands it.
             kwargs["strict_content_type"] = False
+            self.body_policy = policy_of(endpoint)
             super().__init__(path, endpoint, responses=responses, **kwargs)
 
         def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
             handler = super().get_route_handler()
-            polices_body = not getattr(self.endpoint, _STREAMED_BODY, False)
-            exact_text = getattr(self.endpoint, _EXACT_TEXT, False)
-
             route = self
 
             async def handle(request: Request) -> Response:
                 if shadowed(request.app, route, route_path(request.scope)):
                     raise HTTPException(405)
                 require_utf8_path(request.scope)
-                if polices_body:
-                    request = await police_body(request, exact_text=exact_text)
-                async with unit_of_work(request):
-                    return await handler(request)
+                return await run_pipeline(request, family, route.body_policy, handler)
 
             return handle
 

@@ -6,17 +6,28 @@ A family route (``http.routing``) runs its whole handler inside ``unit_of_work(r
 handler returns — so a failing commit is still an error response, never a response that claims
 a write that did not happen — and rolled back on any exception, domain error or bug, before the
 error is rendered (``http.errors``): a domain error raised after a write never leaves it behind.
+
+A request whose work is one statement or two may instead run it in a transaction of its own
+(``callplane.kit.driver.pool_for``: no session, no ORM), with the same guarantees: committed
+before the response is sent, rolled back on anything raised (``one_transaction``,
+``own_transaction``). A request uses one or the other, never both: on SQLite a session begun
+IMMEDIATE would hold the write lock the other transaction waits for.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import enum
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
+from callplane.kit.driver import Db
 from callplane.runtime import Runtime
+
+T = TypeVar("T")
 
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _SESSION = "callplane.session"
@@ -66,3 +77,55 @@ async def unit_of_work(request: Request) -> AsyncIterator[None]:
         await end_unit_of_work(request, commit=False)
         raise
     await end_unit_of_work(request, commit=True)
+
+
+class Unsettled(enum.Enum):
+    """What ``own_transaction`` returns when the work must be asked again on the session."""
+
+    UNSETTLED = enum.auto()
+
+
+UNSETTLED = Unsettled.UNSETTLED
+
+
+async def own_transaction(
+    request: Request,
+    run: Callable[[Db], Awaitable[T]],
+    *,
+    write: bool,
+    settled: Callable[[T], bool] | None = None,
+    unsettled_by: tuple[type[BaseException], ...] = (),
+) -> T | Unsettled:
+    """``run`` in a transaction of its own, committed when it settles the request.
+
+    ``UNSETTLED`` (nothing run, or everything rolled back) when there is no such transaction to
+    be had (no pool for this database, or the request has opened its session already, e.g. to
+    authenticate a key not cached yet), when ``run`` raised one of ``unsettled_by``, or when
+    ``settled`` says its result is not the whole answer: the caller then asks the session, which
+    sorts it out. Anything else raised is rolled back and goes on up."""
+    runtime: Runtime = request.app.state.runtime
+    pool = runtime.own_transactions
+    if pool is None or has_session(request):
+        return UNSETTLED
+    own = await pool.begin(write=write)
+    try:
+        result = await run(own)
+    except unsettled_by:
+        await pool.end(own, commit=False)
+        return UNSETTLED
+    except BaseException:
+        await pool.end(own, commit=False)
+        raise
+    if settled is not None and not settled(result):
+        await pool.end(own, commit=False)
+        return UNSETTLED
+    await pool.end(own, commit=True)
+    return result
+
+
+async def one_transaction(request: Request, run: Callable[[Db], Awaitable[T]], *, write: bool) -> T:
+    """``run`` in a transaction of its own when one can be had, else on the request's session."""
+    result = await own_transaction(request, run, write=write)
+    if result is UNSETTLED:
+        return await run(await get_session(request))
+    return result

@@ -1,4 +1,5 @@
-"""The /v1 router: every domain's router, in an order where fixed paths precede parameters."""
+"""The /v1 router: every domain's router, in an order where fixed paths precede parameters, and
+every domain's fast paths (``http.fast``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from callplane.call_tags.router import router as call_tags
 from callplane.calls.find_router import router as find_calls
 from callplane.calls.router import router as calls
 from callplane.contacts.router import router as contacts
+from callplane.custom_data.fast import FAST_PATHS as CUSTOM_DATA_FAST
 from callplane.custom_data.router import router as custom_data
+from callplane.external_calls.fast import FAST_PATHS as EXTERNAL_CALLS_FAST
 from callplane.external_calls.router import router as external_calls
 from callplane.feedback.router import router as feedback
+from callplane.http.fast import FastPath
 from callplane.phone_numbers.router import router as phone_numbers
 from callplane.recordings.router import router as recordings
 from callplane.voices.router import router as voices
@@ -34,6 +38,9 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     web_calls,
     agents,
 )
+
+#: The one table the fast-path layer serves (``tests/test_fast_paths.py`` covers every entry).
+V1_FAST_PATHS: tuple[FastPath, ...] = (*CUSTOM_DATA_FAST, *EXTERNAL_CALLS_FAST)
 
 
 def include_v1(app: FastAPI) -> None:

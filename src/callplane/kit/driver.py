@@ -327,7 +327,7 @@ def dialect_of(db: Db) -> Dialect:
 
 
 class SqlitePool:
-    """Transactions of their own, for requests that never open a session (``custom_data.hot``
+    """Transactions of their own, for requests that never open a session (``custom_data.fast``
     when the API key and the table are already known, contact data's PUT and GET when the key
     is): sqlite3 connections tuned as ``callplane.kit.db`` tunes the session's, run inline, begun
     DEFERRED to read and IMMEDIATE to write (waiting for the write lock without holding the
