@@ -49,10 +49,14 @@ async def test_a_call_to_an_organizations_number_is_answered_as_inbound(make_app
         events = lifecycle(await events_of(client, org, call["id"]))
         theirs = (await client.get("/v1/calls", headers=other.headers)).json()
     assert done["status"] == "completed"
+    # The number routes to the agent's main branch: the call runs its head (DESIGN §15).
+    assert done["agent_branch_name"] == "main" and done["agent_commit_id"]
     assert [(e["sequence"], e["type"]) for e in events] == [
         (1, "call.in_progress"),
-        (2, "call.ended"),
+        (2, "agent.started"),
+        (3, "call.ended"),
     ]
+    assert events[1]["data"]["commit_id"] == done["agent_commit_id"]
     assert events[0]["data"]["direction"] == "inbound"
     assert ("user", "Hello?") in [(t["role"], t["text"]) for t in done["transcripts"]]
     assert theirs["total_count"] == 0

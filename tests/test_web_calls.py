@@ -105,6 +105,8 @@ async def test_a_token_is_short_lived_and_names_an_agent_of_the_organization(mak
             {"allowed_origin": "*"},
             {"expires_in_seconds": 301},
             {"agent_branch_name": "main", "agent_commit_id": "abc"},
+            {"agent_commit_id": "not-a-commit"},
+            {"agent_branch_name": "no-such-branch"},
         ):
             refused = await client.post(
                 "/v1/web_calls/tokens",
@@ -358,6 +360,8 @@ async def test_web_calls_are_listed_by_their_direction(make_app):
     peer, offer = await _offer()
     try:
         async with client_for(app) as client:
+            agent = (await client.get(f"/v1/agents/{AGENT}", headers=org.headers)).json()
+            [head] = [b["head"] for b in agent["agent"]["branches"] if b["name"] == "main"]
             made = await client.post(
                 "/v1/web_calls",
                 json={"agent_id": AGENT, "agent_branch_name": "main", "sdp": offer},
@@ -373,7 +377,9 @@ async def test_web_calls_are_listed_by_their_direction(make_app):
     finally:
         await peer.close()
     assert [c["id"] for c in web["calls"]] == [made.json()["call_id"]]
-    assert web["calls"][0]["agent_branch_name"] == "main"
+    [call] = web["calls"]
+    # The call runs the head of main at the moment it starts (DESIGN §15).
+    assert call["agent_branch_name"] == "main" and call["agent_commit_id"] == head
     assert outbound["total_count"] == 0
 
 

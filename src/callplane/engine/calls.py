@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -14,9 +13,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agents.service import resolve_branch_head
-from callplane.calls.events import record_call_event
+from callplane.calls.answered import add_answered_call
 from callplane.calls.schemas import normalize_number
-from callplane.calls.service import add_call
 from callplane.engine import lifecycle
 from callplane.engine.claim import claim_calls
 from callplane.engine.conversation import CallContext, after_call, hold_conversation
@@ -240,43 +238,16 @@ async def create_inbound_call(
         if agent_id is not None
         else None
     )
-    now = utcnow()
-    call = Call(
-        organization_id=organization_id,
-        id=uuid.uuid4(),
-        simple_uuid=uuid.uuid4(),
-        from_number=offer.from_number,
-        to_number=number,
-        status=lifecycle.INBOUND.target,
-        direction="inbound",
-        started_at=now,
-        answered_by="human",
-        agent_uuid=agent.agent_uuid if agent else None,
-        agent_branch=str(agent.branch_uuid) if agent and agent.branch_uuid else None,
-        agent_branch_name=agent.branch_name if agent else None,
-        agent_commit_id=str(agent.commit_id) if agent else None,
-        worker_id=worker_id,
-        lease_expires_at=now + timedelta(seconds=runtime.settings.worker_lease_seconds),
-        event_sequence=1,
-        params={},
-        external_identifiers={},
-        keyterms=[],
-        analyzers=[],
-        analysis_results=[],
-        transcripts=[],
-        transferred=False,
-        created_at=now,
-        updated_at=now,
-    )
-    await add_call(session, call, [])
-    await record_call_event(
+    return await add_answered_call(
         session,
         runtime,
-        call,
-        lifecycle.INBOUND.event_type,
-        {"status": call.status, "answered_by": "human", "direction": "inbound"},
+        organization_id=organization_id,
+        direction="inbound",
+        worker_id=worker_id,
+        agent=agent,
+        from_number=offer.from_number,
+        to_number=number,
     )
-    return call
 
 
 def inbound_router(board: Switchboard) -> InboundRouter:

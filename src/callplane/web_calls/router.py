@@ -122,7 +122,13 @@ async def create_web_call(
                 "agent_commit_id: give agent_branch_name or agent_commit_id, not both",
                 loc=("body", "agent_commit_id"),
             )
-        await service.check_agent(session, caller.tenant.organization_id, body.agent_id)
+        await service.check_agent(
+            session,
+            caller.tenant.organization_id,
+            body.agent_id,
+            body.agent_branch_name,
+            body.agent_commit_id,
+        )
         spec = service.WebCallSpec(
             caller.tenant.organization_id,
             body.agent_id,

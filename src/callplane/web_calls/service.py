@@ -17,11 +17,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.calls.events import record_call_event
-from callplane.calls.service import add_call
+from callplane.agents.service import resolve_for_call
+from callplane.calls.answered import add_answered_call
 from callplane.errors import InvalidInput, RateLimited, Unauthorized
 from callplane.kit.tenancy import across_organizations, select_owned, update_owned
-from callplane.models.agents import Agent
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
 from callplane.models.web_calls import WebCallToken
@@ -41,20 +40,42 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
 
 
-async def check_agent(session: AsyncSession, organization_id: int, agent_uuid: uuid.UUID) -> None:
-    found = await session.scalar(
-        select_owned(Agent, organization_id, Agent.id).where(Agent.uuid == agent_uuid)
+async def check_agent(
+    session: AsyncSession,
+    organization_id: int,
+    agent_uuid: uuid.UUID,
+    branch_name: str | None,
+    commit_id: str | None,
+) -> None:
+    """The agent and ref a web call would run exist in the organization (422 naming the field,
+    as ``POST /calls``); the commit itself is resolved when the call starts."""
+    await resolve_for_call(
+        session,
+        organization_id,
+        agent_uuid=agent_uuid,
+        branch_name=branch_name,
+        commit_id=commit_uuid(commit_id),
     )
-    if found is None:
+
+
+def commit_uuid(commit_id: str | None) -> uuid.UUID | None:
+    """A commit id as given in a body: not a commit id at all is the same 422 as an unknown one."""
+    if commit_id is None:
+        return None
+    try:
+        return uuid.UUID(commit_id)
+    except ValueError:
         raise InvalidInput(
-            "agent_id: no agent with this id", loc=("body", "agent_id"), type_="not_found"
-        )
+            "agent_commit_id: no such commit", loc=("body", "agent_commit_id")
+        ) from None
 
 
 async def mint_token(
     session: AsyncSession, organization_id: int, body: WebCallTokenCreate
 ) -> tuple[str, datetime]:
-    await check_agent(session, organization_id, body.agent_id)
+    await check_agent(
+        session, organization_id, body.agent_id, body.agent_branch_name, body.agent_commit_id
+    )
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     now = utcnow()
     expires_at = now + timedelta(seconds=body.expires_in_seconds)
@@ -160,38 +181,20 @@ async def open_web_call(
     )
     if (active or 0) >= runtime.settings.max_concurrent_calls:
         raise RateLimited(BUSY_RETRY_SECONDS)
-    call = Call(
-        organization_id=org,
-        id=uuid.uuid4(),
-        simple_uuid=uuid.uuid4(),
-        from_number=None,
-        to_number=None,
-        status="in_progress",
-        direction="web",
-        started_at=now,
-        answered_by="human",
+    # The head of the branch at this moment is the commit the call runs (DESIGN §15).
+    agent = await resolve_for_call(
+        session,
+        org,
         agent_uuid=spec.agent_uuid,
-        agent_branch_name=spec.agent_branch_name,
-        agent_commit_id=spec.agent_commit_id,
-        worker_id=worker_id,
-        lease_expires_at=now + timedelta(seconds=runtime.settings.worker_lease_seconds),
-        event_sequence=1,
-        params=spec.params,
-        external_identifiers={},
-        keyterms=[],
-        analyzers=[],
-        analysis_results=[],
-        transcripts=[],
-        transferred=False,
-        created_at=now,
-        updated_at=now,
+        branch_name=spec.agent_branch_name,
+        commit_id=commit_uuid(spec.agent_commit_id),
     )
-    await add_call(session, call, [])
-    await record_call_event(
+    return await add_answered_call(
         session,
         runtime,
-        call,
-        "call.in_progress",
-        {"status": "in_progress", "answered_by": "human", "direction": "web"},
+        organization_id=org,
+        direction="web",
+        worker_id=worker_id,
+        agent=agent,
+        params=spec.params,
     )
-    return call
