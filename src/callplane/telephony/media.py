@@ -8,20 +8,17 @@ leg), and it makes the agent's side of the recording the call's clock.
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from aiortp import RTPSession
 
 from callplane.observability.metrics import count_rtp_stats
+from callplane.telephony.audio_line import AudioLine
 from callplane.telephony.base import (
     FRAME_BYTES,
     FRAME_MS,
-    AudioFrame,
-    Connection,
     EndedBy,
-    Frame,
     Recording,
 )
 from callplane.telephony.recording import CallRecorder
@@ -29,16 +26,15 @@ from callplane.telephony.recording import CallRecorder
 logger = logging.getLogger("callplane.telephony.sip")
 
 SILENCE = bytes(FRAME_BYTES)
-#: A consumer that stops reading the far end's audio must not grow memory without bound:
-#: beyond this many frames (30 s) the oldest are dropped.
-MAX_QUEUED_FRAMES = 1500
 #: When the event loop stalls, the sender catches up by at most this many frames at once and
 #: skips the rest of the gap (a burst of late audio is worse than a short hole).
 MAX_CATCH_UP_FRAMES = 5
 
 
-class SipConnection(Connection):
+class SipConnection(AudioLine):
     """A ``Connection`` over one RTP session; signalling stays with the adapter."""
+
+    carrier = "a SIP call"
 
     # Two calls are never equal because their fields match (the base is a dataclass).
     __eq__ = object.__eq__
@@ -56,11 +52,7 @@ class SipConnection(Connection):
         self.call_ref = call_ref
         self._rtp = rtp
         self._send_bye = send_bye
-        self._outgoing = bytearray()
-        self._incoming: collections.deque[AudioFrame] = collections.deque()
-        self._incoming_ready = asyncio.Event()
-        self._partial = b""
-        self._ended = asyncio.Event()
+        self._open_line()
         self._recorder = CallRecorder()
         self._sender: asyncio.Task[None] | None = None
         self._media_timeout = media_timeout_seconds
@@ -114,38 +106,7 @@ class SipConnection(Connection):
         self._recorder.heard(pcm)
         self._deliver(pcm)
 
-    def _deliver(self, pcm: bytes) -> None:
-        data = self._partial + pcm
-        whole = len(data) - len(data) % FRAME_BYTES
-        self._partial = data[whole:]
-        for offset in range(0, whole, FRAME_BYTES):
-            if len(self._incoming) >= MAX_QUEUED_FRAMES:
-                self._incoming.popleft()
-            self._incoming.append(AudioFrame(data[offset : offset + FRAME_BYTES]))
-        self._incoming_ready.set()
-
-    async def frames(self) -> AsyncIterator[Frame]:
-        """A steady 50 frames a second while the call lasts: when the far end sends no RTP
-        (silence suppression, a hold, a broken path) the gap is delivered as silence, so
-        listeners that wait for a pause (end of turn, who answered) see one."""
-        while True:
-            while self._incoming:
-                yield self._incoming.popleft()
-            if self._ended.is_set():
-                return
-            self._incoming_ready.clear()
-            await self._incoming_ready.wait()
-
     # -- agent -> far end -----------------------------------------------------------------
-
-    async def play(self, frame: Frame) -> None:
-        if not isinstance(frame, AudioFrame):
-            raise TypeError("a SIP call carries audio frames only")
-        if not self._ended.is_set():
-            self._outgoing += frame.pcm
-
-    async def interrupt(self) -> None:
-        self._outgoing.clear()
 
     async def _send_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -184,10 +145,6 @@ class SipConnection(Connection):
         gap = self._recorder.sent(pcm)
         if gap:
             self._deliver(gap)
-
-    def queued_seconds(self) -> float:
-        """Audio given to ``play`` and not yet sent (lets callers await the end of a line)."""
-        return len(self._outgoing) / (FRAME_BYTES * 1000 / FRAME_MS)
 
     # -- ending ---------------------------------------------------------------------------
 

@@ -18,13 +18,11 @@ connection sends JSON messages on it (``send``: the live transcript).
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import fractions
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,16 +39,15 @@ from aiortc.mediastreams import MediaStreamError
 from aiortc.rtcdatachannel import RTCDataChannel
 from aiortc.sdp import SessionDescription
 
+from callplane.telephony.audio_line import AudioLine
 from callplane.telephony.base import (
     FRAME_BYTES,
     FRAME_MS,
     SAMPLE_RATE,
-    AudioFrame,
     Connection,
     DialFailed,
     DialRequest,
     EndedBy,
-    Frame,
     InboundRouter,
     Recording,
     TelephonyAdapter,
@@ -78,8 +75,6 @@ SOUND_RMS = 300.0
 MAX_PAGE_MESSAGE_CHARS = 1024
 #: How long the last data channel message is given to leave before the connection closes.
 CLOSE_FLUSH_SECONDS = 0.2
-#: As ``telephony.media``: a consumer that stops reading must not grow memory without bound.
-MAX_QUEUED_FRAMES = 1500
 
 
 class BadOffer(ValueError):
@@ -134,8 +129,10 @@ def check_offer(sdp: str) -> None:
         raise BadOffer("sdp offers no audio")
 
 
-class WebRtcConnection(Connection):
+class WebRtcConnection(AudioLine):
     """One answered web call (``media`` is audio, telephone band, as the engine expects)."""
+
+    carrier = "a web call"
 
     __eq__ = object.__eq__
     __hash__ = object.__hash__
@@ -145,11 +142,7 @@ class WebRtcConnection(Connection):
         self.call_ref = call_ref
         self.answer_sdp = ""
         self._pc = pc
-        self._outgoing = bytearray()
-        self._incoming: collections.deque[AudioFrame] = collections.deque()
-        self._incoming_ready = asyncio.Event()
-        self._partial = b""
-        self._ended = asyncio.Event()
+        self._open_line()
         self._connected = asyncio.Event()
         self._recorder = CallRecorder()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -291,38 +284,7 @@ class WebRtcConnection(Connection):
             return pcm, SAMPLE_RATE
         return wide, WIDEBAND_RATE
 
-    def _deliver(self, pcm: bytes) -> None:
-        data = self._partial + pcm
-        whole = len(data) - len(data) % FRAME_BYTES
-        self._partial = data[whole:]
-        for offset in range(0, whole, FRAME_BYTES):
-            if len(self._incoming) >= MAX_QUEUED_FRAMES:
-                self._incoming.popleft()
-            self._incoming.append(AudioFrame(data[offset : offset + FRAME_BYTES]))
-        self._incoming_ready.set()
-
-    async def frames(self) -> AsyncIterator[Frame]:
-        while True:
-            while self._incoming:
-                yield self._incoming.popleft()
-            if self._ended.is_set():
-                return
-            self._incoming_ready.clear()
-            await self._incoming_ready.wait()
-
     # -- agent -> browser -----------------------------------------------------------------
-
-    async def play(self, frame: Frame) -> None:
-        if not isinstance(frame, AudioFrame):
-            raise TypeError("a web call carries audio frames only")
-        if not self._ended.is_set():
-            self._outgoing += frame.pcm
-
-    async def interrupt(self) -> None:
-        self._outgoing.clear()
-
-    def queued_seconds(self) -> float:
-        return len(self._outgoing) / (FRAME_BYTES * 1000 / FRAME_MS)
 
     def next_wire_frame(self) -> av.AudioFrame:
         """The next 20 ms toward the browser at 48 kHz (silence when the agent is quiet); what
