@@ -6,6 +6,8 @@ the test's event loop). The callplane client talks real HTTP to it.
 - Streamed requests (conversation turns) get ``replies[n - 1]`` where ``n`` counts the user
   messages so far (``opening`` when there is none), as SSE chunks a few words long. A ``Reply``
   may carry a tool call.
+- A request whose last message is a tool's answer gets the next of ``after_tool`` (the last one
+  again once they run out): what the agent says once its tools have answered.
 - Whole requests get ``summary`` (the summary instructions) or the next of ``analyses`` (the
   analyzer instructions; ``default_analysis`` once they run out).
 - ``mode="error"`` answers 500 to everything; ``mode="hang"`` answers nothing until stopped.
@@ -47,8 +49,10 @@ class StubLLM:
         mode: Mode = "ok",
         first_token_seconds: float = 0.0,
         words_per_chunk: int = 3,
+        after_tool: Sequence[Reply | str] = ("Done.",),
     ) -> None:
         self.replies = [r if isinstance(r, Reply) else Reply(r) for r in replies]
+        self.after_tool = [r if isinstance(r, Reply) else Reply(r) for r in after_tool]
         self.opening = opening
         self.summary = summary
         self.analyses = list(analyses)
@@ -95,6 +99,9 @@ class StubLLM:
     # What to answer.
 
     def _reply_for(self, messages: list[dict[str, Any]]) -> Reply:
+        if messages and messages[-1].get("role") == "tool":
+            with self._lock:
+                return self.after_tool.pop(0) if len(self.after_tool) > 1 else self.after_tool[0]
         users = sum(1 for m in messages if m.get("role") == "user")
         if users == 0:
             return Reply(self.opening)

@@ -171,6 +171,8 @@ class AgentCommit:
     #: The agent's ``tools_secret`` (signs its function tools' requests; DESIGN §15). The
     #: agents domain fills it from the agent's row; None: function tools fail, and say so.
     tools_secret: str | None = None
+    #: The agent's name (``handoff_metadata[provider].campaign_name``).
+    agent_name: str | None = None
 
 
 #: Loads a call's agent commit when its conversation starts. The default finds none.

@@ -127,6 +127,7 @@ class TurnLoop:
             self.toolbox = Toolbox.from_configs(self.spec.tools)
         if self.tool_context is None:
             self.tool_context = ToolContext(connection=self.connection)
+        self.tool_context.say = self._say_for_tool
 
     async def run(self) -> str:
         """Hold the conversation until it ends; why it ended."""
@@ -290,8 +291,10 @@ class TurnLoop:
     async def _answer(self, reply: Reply, caller_ended_at: float | None) -> None:
         """The brain's answer; when it asks for tools, they run (all at once), their results go
         back and the brain answers again, in a new line (``follow``) on the same task."""
-        for round_ in range(MAX_TOOL_ROUNDS + 1):
-            calls = await self._generate(reply, caller_ended_at, round_ < MAX_TOOL_ROUNDS)
+        rounds = 0
+        while True:
+            calls = await self._generate(reply, caller_ended_at, rounds < MAX_TOOL_ROUNDS)
+            rounds += 1
             if calls is None:
                 return  # the brain failed: apologised, hung up
             if not calls:
@@ -346,6 +349,10 @@ class TurnLoop:
         finally:
             thinking.cancel()
             self._close_line(reply, caller_ended_at)
+        if not offer_tools and tool_calls:
+            # Tools were not offered this time: what was said stands, the calls are dropped.
+            log.warning("the brain asked for tools it was not offered; ignored")
+            return []
         now = time.monotonic()
         for call in tool_calls:
             self.transcript.add(
@@ -392,10 +399,16 @@ class TurnLoop:
                     self.transcript.add(
                         time.monotonic(), role="tool", function_name=call.name, text=use.text
                     )
-                    job = asyncio.create_task(self._report_quietly("tool.called", use.event()))
-                    self._background.add(job)
-                    job.add_done_callback(self._background.discard)
+                    self._report_later("tool.called", use.event())
         return uses
+
+    async def _say_for_tool(self, line: str) -> None:
+        """A tool's line to the caller (a transfer's message), heard before the tool goes on."""
+        said = Reply()
+        await self.speaker.say(said, line)
+        await self.speaker.end_line(said)
+        self._close_line(said, None)
+        await said.wait_for_playout()
 
     async def _say_hold(self, line: str, caller_ended_at: float | None) -> None:
         hold = Reply()
@@ -407,7 +420,14 @@ class TurnLoop:
         self.transcript.add(
             time.monotonic(), role="tool", function_name=use.call.name, text=use.text
         )
-        await self._report_quietly("tool.called", use.event())
+        self._report_later("tool.called", use.event())
+
+    def _report_later(self, type_: str, data: dict[str, Any]) -> None:
+        """Write an event beside the conversation: a barge-in cancelling the line must not
+        cancel the write (``run`` waits for them before the call ends)."""
+        job = asyncio.create_task(self._report_quietly(type_, data))
+        self._background.add(job)
+        job.add_done_callback(self._background.discard)
 
     async def _report_quietly(self, type_: str, data: dict[str, Any]) -> None:
         try:
