@@ -124,9 +124,8 @@ class SimulatedConnection(Connection):
         if (target.number or "").endswith("0005"):
             return TransferOutcome(False, "busy")
         self.transfers = (*self.transfers, target)
-        # Cold or warm, the agent is out of the conversation from here (a warm transfer's
-        # bridge has no one to talk to on a simulated line).
-        self._end("local")
+        # The agent's leg is left to the agent to hang up, once the transfer is recorded (as
+        # after a SIP transfer's NOTIFY 200).
         return TransferOutcome(True, leg_call_id=f"simulated-{uuid.uuid4().hex}")
 
 

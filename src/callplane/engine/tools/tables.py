@@ -19,6 +19,11 @@ def _reason(exc: CallplaneError) -> str:
     return "; ".join(exc.errors) or exc.message
 
 
+def _shown(record: dict[str, Any]) -> dict[str, Any]:
+    """A record as the brain sees it: without the tenancy key."""
+    return {str(k): v for k, v in record.items() if k != "organization_id"}
+
+
 class QueryTable(Tool):
     type = "query_table"
     default_description = "Look records up in a table."
@@ -29,8 +34,8 @@ class QueryTable(Tool):
             "properties": {
                 "filters": {
                     "type": "array",
-                    "description": 'conditions, all must hold: {"column", "operator" (eq ne lt '
-                    'lte gt gte in contains is_null), "value"}',
+                    "description": 'conditions, all must hold: {"column", "op" (eq ne lt lte '
+                    'gt gte in contains is_null), "value"}',
                     "items": {"type": "object"},
                     "maxItems": 20,
                 },
@@ -52,7 +57,7 @@ class QueryTable(Tool):
                     page = await query.query_records(session, table, body)
         except CallplaneError as exc:
             raise ToolError(_reason(exc)) from None
-        found = page.get("records") or []
+        found = [_shown(r) for r in page.get("records") or []]
         if columns:
             keep = {"id", *columns}
             found = [{k: v for k, v in r.items() if k in keep} for r in found]
@@ -82,4 +87,4 @@ class InsertRecord(Tool):
                 await session.commit()
         except CallplaneError as exc:
             raise ToolError(_reason(exc)) from None
-        return ToolResult({"record": created})
+        return ToolResult({"record": _shown(created)})

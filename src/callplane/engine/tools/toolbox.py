@@ -52,7 +52,10 @@ class ToolUse:
 
 
 def result_text(output: Any) -> str:
-    text = output if isinstance(output, str) else orjson.dumps(output, default=str).decode()
+    if isinstance(output, str):
+        text = output
+    else:
+        text = orjson.dumps(output, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
     return text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 1] + "…"
 
 
@@ -122,6 +125,7 @@ class Toolbox:
         try:
             async with asyncio.timeout(tool.timeout_seconds):
                 result = await tool.run(call.arguments, context)
+            text = result_text(result.output)
         except TimeoutError:
             return answer(error_text(f"no result within {tool.timeout_seconds:g} s"), "timeout")
         except ToolError as exc:
@@ -129,7 +133,7 @@ class Toolbox:
         except Exception as exc:  # a tool never breaks the call
             log.exception("tool %s failed", call.name)
             return answer(error_text(f"the tool failed ({type(exc).__name__})"), "error")
-        return answer(result_text(result.output), "ok", result.end_call)
+        return answer(text, "ok", result.end_call)
 
 
 def _problems(validator: jsonschema.Draft202012Validator, arguments: dict[str, Any]) -> list[str]:

@@ -9,6 +9,7 @@ or unanswered: the brain is told why, to tell the caller, and the conversation g
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Mapping
 from typing import Any
@@ -70,7 +71,10 @@ class TransferCall(Tool):
             raise ToolError(str(exc)) from None
         if not outcome.accepted:
             raise ToolError(f"the transfer to {wanted} did not go through: {outcome.reason}")
-        await context.record_transfer(Transfer(destination, outcome.leg_call_id, token))
+        # Shielded: the far end hanging up now (it was handed over) must not lose the record.
+        await asyncio.shield(
+            context.record_transfer(Transfer(destination, outcome.leg_call_id, token))
+        )
         # Cold, the agent's leg has ended; warm, the caller now talks to the person: either
         # way the agent's conversation is over.
         return ToolResult({"transferred": True, "destination": wanted}, end_call=TRANSFERRED)
