@@ -57,9 +57,10 @@ class FunctionTool(Tool):
         )
         try:
             response = await context.http.send(request, stream=True, follow_redirects=False)
-        except BlockedAddress:
-            raise ToolError("the endpoint's address is not allowed") from None
         except httpx.HTTPError as exc:
+            # httpx wraps the guard's refusal (raised inside the connection) in a ConnectError.
+            if isinstance(exc.__cause__, BlockedAddress):
+                raise ToolError("the endpoint's address is not allowed") from None
             raise ToolError(f"the endpoint could not be reached ({type(exc).__name__})") from None
         try:
             if not 200 <= response.status_code < 300:
