@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from callplane_client.webhooks import verify
 from standardwebhooks.webhooks import Webhook
 
 from callplane.brain import ToolCall
@@ -78,6 +79,8 @@ async def test_a_text_answer_is_the_result_and_the_request_verifies() -> None:
         "arguments": {"q": "weather"},
         "call": {"id": "c-1"},
     }
+    # The Python client's helper verifies tool calls as it verifies webhooks.
+    assert verify(request.body, request.headers, SECRET) == payload
 
 
 async def test_a_json_answer_holding_a_cart_sets_it() -> None:
