@@ -293,3 +293,13 @@ async def test_send_dtmf_presses_the_keys_and_a_transfer_the_line_cannot_do_is_t
     assert answers[0] == '{"sent":"12#"}' or answers[1] == '{"sent":"12#"}'
     assert any("does not match" in a for a in answers[:2])
     assert orjson.loads(answers[2]) == {"error": "this phone network cannot transfer calls"}
+
+
+def test_a_tool_whose_parameters_are_no_schema_is_left_out_not_the_call() -> None:
+    box = Toolbox.from_configs(
+        [
+            {"type": "function", "name": "bad", "url": "https://x.test", "parameters": {"type": 5}},
+            {"type": "function", "name": "good", "url": "https://x.test", "parameters": {}},
+        ]
+    )
+    assert list(box.tools) == ["good", "end_call"]

@@ -68,14 +68,26 @@ class Toolbox:
 
     def __init__(self, tools: Sequence[Tool]) -> None:
         self.tools: dict[str, Tool] = {}
+        self._validators: dict[str, jsonschema.Draft202012Validator] = {}
         for tool in tools:
-            self.tools.setdefault(tool.name, tool)
+            if tool.name in self.tools:
+                continue
+            try:
+                schema = tool.parameters()
+                jsonschema.Draft202012Validator.check_schema(schema)
+            except (jsonschema.SchemaError, TypeError, ValueError):
+                # The API refuses such a schema; a commit from before that rule still runs,
+                # without this tool, rather than failing the call.
+                log.warning("skipping a tool whose parameters are no JSON Schema: %s", tool.name)
+                continue
+            self.tools[tool.name] = tool
+            self._validators[tool.name] = jsonschema.Draft202012Validator(schema)
         if not any(tool.type == "end_call" for tool in self.tools.values()):
-            self.tools.setdefault("end_call", TOOL_TYPES["end_call"]({"type": "end_call"}))
-        self._validators = {
-            name: jsonschema.Draft202012Validator(tool.parameters())
-            for name, tool in self.tools.items()
-        }
+            end_call = TOOL_TYPES["end_call"]({"type": "end_call"})
+            self.tools.setdefault("end_call", end_call)
+            self._validators.setdefault(
+                "end_call", jsonschema.Draft202012Validator(end_call.parameters())
+            )
 
     @classmethod
     def from_configs(cls, configs: Sequence[Mapping[str, Any]]) -> Toolbox:
@@ -117,7 +129,11 @@ class Toolbox:
                 error_text(f"the arguments are larger than {MAX_ARGUMENTS_BYTES} bytes"),
                 "invalid_arguments",
             )
-        problems = _problems(self._validators[call.name], call.arguments)
+        try:
+            problems = _problems(self._validators[call.name], call.arguments)
+        except Exception:  # a schema that cannot be evaluated (a bad pattern, say)
+            log.exception("validating the arguments of %s failed", call.name)
+            problems = ["the arguments could not be checked against the tool's schema"]
         if problems:
             return answer(
                 error_text("invalid arguments: " + "; ".join(problems)), "invalid_arguments"
