@@ -35,6 +35,9 @@ class Reply:
     text: str = ""
     tool: str | None = None
     arguments: dict[str, Any] = field(default_factory=dict)
+    #: More tool calls in the same reply, ``(name, arguments)``: streamed interleaved with the
+    #: first, by index, as OpenAI streams parallel tool calls.
+    more_tools: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
 class StubLLM:
@@ -123,12 +126,17 @@ class StubLLM:
             piece = " ".join(words[i : i + step]) + (" " if i + step < len(words) else "")
             yield {"choices": [{"index": 0, "delta": {"content": piece}}]}
         if reply.tool:
-            arguments = json.dumps(reply.arguments)
-            half = len(arguments) // 2
-            call = {"index": 0, "id": "call_stub", "type": "function"}
-            yield _tool_delta(call | {"function": {"name": reply.tool, "arguments": ""}})
-            yield _tool_delta({"index": 0, "function": {"arguments": arguments[:half]}})
-            yield _tool_delta({"index": 0, "function": {"arguments": arguments[half:]}})
+            calls = [(reply.tool, reply.arguments), *reply.more_tools]
+            texts = [json.dumps(arguments) for _, arguments in calls]
+            for index, (name, _) in enumerate(calls):
+                call = {"index": index, "id": f"call_stub{index or ''}", "type": "function"}
+                yield _tool_delta(call | {"function": {"name": name, "arguments": ""}})
+            for index, arguments in enumerate(texts):
+                half = len(arguments) // 2
+                yield _tool_delta({"index": index, "function": {"arguments": arguments[:half]}})
+            for index, arguments in enumerate(texts):
+                half = len(arguments) // 2
+                yield _tool_delta({"index": index, "function": {"arguments": arguments[half:]}})
         finish = "tool_calls" if reply.tool else "stop"
         yield {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
 

@@ -93,12 +93,19 @@ async def test_a_function_tool_is_a_signed_post_whose_answer_and_cart_reach_the_
                         "required": ["order_id"],
                     },
                     "timeout_seconds": 5,
-                }
+                },
+                {"type": "send_dtmf"},
             ]
         }
         brain = StubLLM(
             replies=[
-                Reply("", "lookup_order", {"order_id": "42"}),
+                # Two calls in one reply, streamed interleaved: both run.
+                Reply(
+                    "",
+                    "lookup_order",
+                    {"order_id": "42"},
+                    more_tools=(("send_dtmf", {"digits": "1#"}),),
+                ),
                 Reply("Goodbye!", "end_call", {}),
             ],
             after_tool=["Your order has shipped."],
@@ -124,16 +131,26 @@ async def test_a_function_tool_is_a_signed_post_whose_answer_and_cart_reach_the_
         "agent_id": None,
         "agent_commit_id": "commit-1",
     }
-    assert tool_uses(call)[:2] == [
+    uses = tool_uses(call)
+    assert uses[:2] == [
         ("assistant", "lookup_order", {"order_id": "42"}),
+        ("assistant", "send_dtmf", {"digits": "1#"}),
+    ]
+    assert sorted(uses[2:4]) == [
         ("tool", "lookup_order", orjson.dumps({"status": "shipped", "cart": CART}).decode()),
+        ("tool", "send_dtmf", '{"sent":"1#"}'),
     ]
     assert "Your order has shipped." in [e.get("text") for e in call["transcripts"]]
     assert call["cart"] == CART
     offered = brain.streamed_requests()[0]["tools"]
-    assert [t["function"]["name"] for t in offered] == ["lookup_order", "end_call"]
-    called = [e["data"] for e in events if e["type"] == "tool.called"]
-    assert called[0]["name"] == "lookup_order" and called[0]["outcome"] == "ok"
+    assert [t["function"]["name"] for t in offered] == ["lookup_order", "send_dtmf", "end_call"]
+    # The brain read both answers back, each under its own call id.
+    after = brain.streamed_requests()[1]["messages"]
+    answered = [m["tool_call_id"] for m in after if m["role"] == "tool"]
+    [asked] = [m for m in after if m.get("tool_calls")]
+    assert answered == [c["id"] for c in asked["tool_calls"]] and len(answered) == 2
+    called = {e["data"]["name"]: e["data"] for e in events if e["type"] == "tool.called"}
+    assert called["lookup_order"]["outcome"] == called["send_dtmf"]["outcome"] == "ok"
 
 
 async def test_a_refused_transfer_is_told_and_an_accepted_one_is_recorded_for_the_screen_pop(
