@@ -303,3 +303,18 @@ def test_a_tool_whose_parameters_are_no_schema_is_left_out_not_the_call() -> Non
         ]
     )
     assert list(box.tools) == ["good", "end_call"]
+
+
+def test_contact_data_reads_the_other_party_never_our_own_number() -> None:
+    from callplane.engine.tools.contact_data import ContactData
+    from tests.fakes import FakeConnection
+
+    tool = ContactData({"type": "contact_data"})
+
+    def other(**call: Any) -> str:
+        return tool._identifier(ToolContext(connection=FakeConnection(), call=call))
+
+    assert other(direction="inbound", from_number="+1555", to_number="+1999") == "+1555"
+    assert other(direction="outbound", from_number="+1999", to_number="+1555") == "+1555"
+    with pytest.raises(ToolError):
+        other(direction="inbound", from_number=None, to_number="+1999")

@@ -40,8 +40,8 @@ class ContactData(Tool):
 
     def _identifier(self, context: ToolContext) -> str:
         call = context.call
-        number = call.get("from_number") if call.get("direction") == "inbound" else None
-        number = number or call.get("to_number")
+        other = "from_number" if call.get("direction") == "inbound" else "to_number"
+        number = call.get(other)
         if not number:
             raise ToolError("the call has no other party's number")
         return str(number)
