@@ -41,6 +41,7 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("create_call", {"body": {"to_number": "+14155550100"}}),
     ("list_calls", {"page": 1, "page_size": 10}),
     ("get_call", {"uuid": COMPLETED_CALL}),
+    ("get_call_by_screen_pop", {"token": "spt_demo_0001"}),
     ("cancel_call", {"uuid": "$call_id"}),
     ("list_call_events", {"uuid": COMPLETED_CALL}),
     ("list_call_feedback", {"uuid": COMPLETED_CALL}),
