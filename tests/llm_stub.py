@@ -45,7 +45,7 @@ class StubLLM:
         self,
         *,
         replies: Sequence[Reply | str] = ("Sure.",),
-        opening: str = "Hello, how can I help you today?",
+        opening: Reply | str = "Hello, how can I help you today?",
         summary: str = "The caller asked a question and the agent answered it.",
         analyses: Sequence[str] = (),
         default_analysis: str = "{}",
@@ -107,7 +107,7 @@ class StubLLM:
                 return self.after_tool.pop(0) if len(self.after_tool) > 1 else self.after_tool[0]
         users = sum(1 for m in messages if m.get("role") == "user")
         if users == 0:
-            return Reply(self.opening)
+            return self.opening if isinstance(self.opening, Reply) else Reply(self.opening)
         return self.replies[min(users, len(self.replies)) - 1]
 
     def _answer_for(self, messages: list[dict[str, Any]]) -> str:
@@ -117,7 +117,7 @@ class StubLLM:
         if system.startswith(ANALYZER_INSTRUCTIONS.split("{schema}")[0]):
             with self._lock:
                 return self.analyses.pop(0) if self.analyses else self.default_analysis
-        return self.opening
+        return self.opening.text if isinstance(self.opening, Reply) else self.opening
 
     def _chunks(self, reply: Reply) -> Iterator[dict[str, Any]]:
         words = reply.text.split(" ") if reply.text else []

@@ -22,6 +22,8 @@ from callplane.telephony.base import (
     EndedBy,
     Frame,
     Recording,
+    TransferOutcome,
+    TransferTarget,
 )
 from callplane.telephony.recording import CallRecorder
 
@@ -49,8 +51,11 @@ class SipConnection(Connection):
         *,
         call_ref: str,
         send_bye: Callable[[], Awaitable[None]],
+        refer: Callable[[TransferTarget], Awaitable[TransferOutcome]] | None = None,
     ) -> None:
         super().__init__(media="audio")
+        #: Cold transfer on the call's dialog (``sip_transfer``); None: not possible here.
+        self._refer = refer
         self.call_ref = call_ref
         self._rtp = rtp
         self._send_bye = send_bye
@@ -180,6 +185,11 @@ class SipConnection(Connection):
     @property
     def ended(self) -> bool:
         return self._ended.is_set()
+
+    async def transfer(self, target: TransferTarget) -> TransferOutcome:
+        if self._refer is None or target.mode != "cold":
+            return await super().transfer(target)
+        return await self._refer(target)
 
     async def wait_ended(self) -> EndedBy:
         await self._ended.wait()

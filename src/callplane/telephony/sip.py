@@ -36,6 +36,7 @@ from aiosipua import (
     negotiate_sdp,
     parse_uri,
 )
+from aiosipua.dialog import Dialog
 from aiosipua.sdp import SdpNegotiationError
 
 from callplane.telephony.base import (
@@ -46,9 +47,12 @@ from callplane.telephony.base import (
     InboundOffer,
     InboundRouter,
     TelephonyAdapter,
+    TransferOutcome,
+    TransferTarget,
 )
 from callplane.telephony.media import SipConnection
 from callplane.telephony.sip_config import Trunk, parse_host_port, parse_port_range
+from callplane.telephony.sip_transfer import Referrals, refer_to_uri
 from callplane.telephony.sip_wire import (
     CODECS,
     USER_AGENT,
@@ -111,6 +115,7 @@ class SipAdapter(TelephonyAdapter):
         self._refused: dict[str, tuple[IncomingCall, int, str]] = {}
         self._answered: dict[tuple[str, str], int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._referrals = Referrals()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SipAdapter:
@@ -161,6 +166,7 @@ class SipAdapter(TelephonyAdapter):
         uas.on_bye = self._on_bye
         uas.on_cancel = self._on_cancel
         uas.on_ack_timeout = self._on_ack_timeout
+        uas.on_transfer_progress = self._referrals.on_progress
         # Responses pass through here first: the reliability aiosipua leaves to its user.
         transport.on_message = self._on_message
         self._transport, self._uac, self._uas = transport, uac, uas
@@ -257,7 +263,12 @@ class SipAdapter(TelephonyAdapter):
         if chosen not in CODECS:
             raise ValueError(f"the answer chose payload type {chosen}, neither PCMU nor PCMA")
         rtp = await self._open_rtp(port, reservation, answer.rtp_address, chosen)
-        connection = SipConnection(rtp, call_ref=ref, send_bye=lambda: self._hangup_outbound(call))
+        connection = SipConnection(
+            rtp,
+            call_ref=ref,
+            send_bye=lambda: self._hangup_outbound(call),
+            refer=lambda target: self._refer(call.dialog, call.remote_addr, target),
+        )
         self._register(call.call_id, connection)
         return connection
 
@@ -333,6 +344,7 @@ class SipAdapter(TelephonyAdapter):
             return
         key = (call_id, cseq.method.upper())
         self._answered[key] = max(self._answered.get(key, -1), cseq.seq)
+        self._referrals.on_response(response)
         call = self._dialing.get(call_id)
         if key[1] != "INVITE" or call is None or response.status_code < 200:
             return
@@ -437,7 +449,12 @@ class SipAdapter(TelephonyAdapter):
             await rtp.close()
             return
         call.accept(answer)
-        connection = SipConnection(rtp, call_ref=ref, send_bye=lambda: self._hangup_inbound(call))
+        connection = SipConnection(
+            rtp,
+            call_ref=ref,
+            send_bye=lambda: self._hangup_inbound(call),
+            refer=lambda target: self._refer(call.dialog, call.source_addr, target),
+        )
         self._register(ref, connection)
         try:
             await runner(connection)
@@ -445,6 +462,22 @@ class SipAdapter(TelephonyAdapter):
             logger.exception("inbound SIP Call-ID %s: the conversation failed", ref)
         finally:
             await connection.hangup()
+
+    async def _refer(
+        self, dialog: Dialog, remote: tuple[str, int], target: TransferTarget
+    ) -> TransferOutcome:
+        """Cold transfer (``sip_transfer``): a number goes out through the trunk."""
+        trunk = self.trunk
+        uri = refer_to_uri(target, trunk.host if trunk else None, trunk.port if trunk else 5060)
+        if uri is None:
+            return TransferOutcome(False, "there is no trunk to reach that number")
+        if self._uac is None or self._transport is None:
+            return TransferOutcome(False, "the line is closed")
+
+        def resend(request: SipRequest) -> None:
+            self._spawn(self._retransmit(request, remote), f"refer {dialog.call_id}")
+
+        return await self._referrals.refer(self._uac, dialog, remote, uri, target, resend)
 
     def _reject(self, call: IncomingCall, status: int, reason: str) -> None:
         if call.call_id not in self._cancelled_inbound and self._transport is not None:
