@@ -4,6 +4,7 @@ agent leg hung up; one that answers 405 leaves the agent to tell the caller and 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -107,3 +108,81 @@ async def test_a_refer_answered_405_is_told_to_the_caller_and_the_call_goes_on(
     types = [e["type"] for e in events]
     assert "call.transferred" not in types
     assert events[types.index("call.ended")]["data"]["reason"] == "the agent hung up"
+
+
+class _RtpSink(asyncio.DatagramProtocol):
+    """Where the far end's SDP points our RTP: keeps the RFC 4733 events it receives."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, int, bool]] = []  # (timestamp, event, end)
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        if len(data) >= 16 and data[1] & 0x7F == DTMF_PAYLOAD_TYPE:
+            timestamp = int.from_bytes(data[4:8], "big")
+            self.events.append((timestamp, data[12], bool(data[13] & 0x80)))
+
+    def digits(self) -> str:
+        ended = dict.fromkeys((ts, event) for ts, event, end in self.events if end)
+        return "".join(DTMF_KEYS[event] for _, event in ended)
+
+
+DTMF_PAYLOAD_TYPE = 101
+DTMF_KEYS = "0123456789*#ABCD"
+
+
+async def test_send_dtmf_presses_keys_as_rfc_4733_telephone_events(
+    make_app: AppFactory, tmp_path: Path
+) -> None:
+    loop = asyncio.get_running_loop()
+    transport, sink = await loop.create_datagram_endpoint(_RtpSink, local_addr=("127.0.0.1", 0))
+    port = transport.get_extra_info("sockname")[1]
+    scenario = render(
+        "uas_answer.xml",
+        tmp_path,
+        "dtmf.xml",
+        CHALLENGE_BLOCK="",
+        AUTH_ACTION="",
+        AUTH_CHECK="",
+        HANGUP_BLOCK=(SCENARIOS / "hangup_near.xml").read_text(),
+        # No audio from the phone (our RTP would follow its source port): its SDP sends ours
+        # to the sink.
+        **{'<exec rtp_stream="AUDIO_FILE,1,0" />': '<log message="no audio" />'},
+        **{"[media_port]": str(port)},
+    )
+    sipp = await start_sipp(scenario, timeout_seconds=30)
+    brain = StubLLM(
+        opening=Reply("", "send_dtmf", {"digits": "12#9"}),
+        after_tool=[Reply("", "end_call")],
+    )
+    config = {"tools": [{"type": "send_dtmf"}]}
+    try:
+        with brain:
+            app = await _sip_app(
+                make_app,
+                worker="off",
+                sip_trunk=f"sip:127.0.0.1:{sipp.port}",
+                llm_base_url=brain.base_url,
+                llm_timeout_seconds=5,
+                max_call_seconds=20,
+            )
+
+            async def agents(_runtime: Any, _call: Any) -> AgentCommit:
+                return AgentCommit("commit-1", config)
+
+            engine = Engine(runtime_of(app), agents=agents)
+            await engine.start()
+            try:
+                org = await make_org(app)
+                async with client_for(app) as client:
+                    call_id = await _place(client, org)
+                    call, _ = await _until(client, org, call_id, TERMINAL, within=30)
+                    await sipp.finish_ok()
+            finally:
+                await engine.stop()
+    finally:
+        transport.close()
+        await sipp.stop()
+    answers = [e["text"] for e in call["transcripts"] if e["role"] == "tool"]
+    assert answers[0] == '{"sent":"12#9"}'
+    assert sink.digits() == "12#9"
+    assert len({ts for ts, _, _ in sink.events}) == 4  # one event per key

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiortp import RTPSession
@@ -17,6 +18,7 @@ from aiortp import RTPSession
 from callplane.telephony.base import (
     FRAME_BYTES,
     FRAME_MS,
+    SAMPLE_RATE,
     AudioFrame,
     Connection,
     EndedBy,
@@ -36,6 +38,8 @@ MAX_QUEUED_FRAMES = 1500
 #: When the event loop stalls, the sender catches up by at most this many frames at once and
 #: skips the rest of the gap (a burst of late audio is worse than a short hole).
 MAX_CATCH_UP_FRAMES = 5
+#: A keypress sent as telephone-events (``send_dtmf``): the tone's length, then silence.
+DTMF_TONE_MS, DTMF_GAP_MS = 160, 80
 
 
 class SipConnection(Connection):
@@ -185,6 +189,16 @@ class SipConnection(Connection):
     @property
     def ended(self) -> bool:
         return self._ended.is_set()
+
+    async def send_dtmf(self, digits: str) -> None:
+        """RFC 4733 telephone-events (payload type 101) on the call's RTP stream, a 160 ms
+        event per key with a pause between, each at its own timestamp."""
+        for digit in digits:
+            if self._ended.is_set():
+                return
+            timestamp = int(time.monotonic() * SAMPLE_RATE) & 0xFFFFFFFF
+            self._rtp.send_dtmf(digit, duration_ms=DTMF_TONE_MS, timestamp=timestamp)
+            await asyncio.sleep((DTMF_TONE_MS + DTMF_GAP_MS) / 1000)
 
     async def transfer(self, target: TransferTarget) -> TransferOutcome:
         if self._refer is None or target.mode != "cold":
