@@ -30,6 +30,8 @@ from callplane.telephony.base import (
     EndedBy,
     Frame,
 )
+from callplane.tools import ToolContext
+from callplane.tools.toolbox import Toolbox
 
 #: Bounds every wait of a test: a regression hangs for this long, then fails.
 PATIENCE = 5.0
@@ -43,6 +45,7 @@ class FakeConnection(Connection):
         #: (when, frame) of everything the agent played.
         self.played: list[tuple[float, Frame]] = []
         self.interruptions = 0
+        self.dtmf: list[str] = []
         self.hung_up_at: float | None = None
 
     def send(self, pcm: bytes) -> None:
@@ -69,6 +72,9 @@ class FakeConnection(Connection):
 
     async def interrupt(self) -> None:
         self.interruptions += 1
+
+    async def send_dtmf(self, digits: str) -> None:
+        self.dtmf.append(digits)
 
     async def hangup(self) -> None:
         self._end("local")
@@ -125,6 +131,8 @@ class FakeBrain:
         default_factory=list
     )
     closed: bool = False
+    #: The tool names offered with every ``stream_reply`` request.
+    offered: list[list[str]] = field(default_factory=list)
 
     async def complete(
         self,
@@ -145,6 +153,7 @@ class FakeBrain:
         temperature: float | None = None,
     ) -> AsyncIterator[ReplyEvent]:
         self.requests.append((list(messages), model, temperature))
+        self.offered.append([tool["function"]["name"] for tool in tools])
         reply = self.replies.pop(0) if self.replies else "Okay."
         if self.delay:
             await asyncio.sleep(self.delay)
@@ -181,6 +190,9 @@ class Conversation:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
+    #: The agent's tools (default: built from ``spec.tools``) and what they may reach.
+    toolbox: Toolbox | None = None
+    tool_context: ToolContext | None = None
     _task: asyncio.Task[str] | None = None
 
     def __post_init__(self) -> None:
@@ -209,6 +221,8 @@ class Conversation:
             report=report,
             answered_by=self.answered_by,
             latencies=self.latencies,
+            toolbox=self.toolbox,
+            tool_context=self.tool_context,
         )
         self._task = asyncio.create_task(loop.run())
         return self

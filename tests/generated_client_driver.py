@@ -28,6 +28,36 @@ COMPLETED_CALL = "5c0f1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e01"
 FEEDBACK = "fe3d2c1b-0a9f-4e8d-9c7b-6a5f4e3d2c01"
 EXTERNAL_CALL = "7a1e0c55-3b2d-4e8f-9c10-5d6e7f8a9b02"
 CONTACT = "+14155550100"
+RILEY = "6f1c2a1e-8a43-4c39-9a55-1d2f3e4a5b01"
+#: A WebRTC offer (as aiortc writes one) whose only candidate is a loopback port nobody answers:
+#: the web call is created, and ends when no browser connects.
+WEB_OFFER = "\r\n".join(
+    [
+        "v=0",
+        "o=- 4004640423 4004640423 IN IP4 0.0.0.0",
+        "s=-",
+        "t=0 0",
+        "a=group:BUNDLE 0",
+        "a=msid-semantic:WMS *",
+        "m=audio 9 UDP/TLS/RTP/SAVPF 96 0 8",
+        "c=IN IP4 127.0.0.1",
+        "a=sendrecv",
+        "a=mid:0",
+        "a=rtcp:9 IN IP4 0.0.0.0",
+        "a=rtcp-mux",
+        "a=rtpmap:96 opus/48000/2",
+        "a=rtpmap:0 PCMU/8000",
+        "a=rtpmap:8 PCMA/8000",
+        "a=candidate:1 1 udp 2130706431 127.0.0.1 9 typ host",
+        "a=end-of-candidates",
+        "a=ice-ufrag:jGwX",
+        "a=ice-pwd:U7zRAkzunN8nVAfMgNnxcP",
+        "a=fingerprint:sha-256 B6:27:67:0E:45:4E:F7:DD:7C:E6:38:3F:80:9E:97:A7:EA:EF:CC:68:1A:2A:"
+        "F5:50:12:C1:F9:D6:6A:58:8E:E4",
+        "a=setup:actpass",
+        "",
+    ]
+)
 
 # (operation, arguments); "$name" is a value an earlier call saved. Dict arguments become the
 # generated model the function takes for that argument.
@@ -41,6 +71,12 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("create_call", {"body": {"to_number": "+14155550100"}}),
     ("list_calls", {"page": 1, "page_size": 10}),
     ("get_call", {"uuid": COMPLETED_CALL}),
+    ("get_call_by_screen_pop", {"token": "spt_demo_0001"}),
+    (
+        "create_web_call_token",
+        {"body": {"agent_id": RILEY, "allowed_origin": "https://shop.example.com"}},
+    ),
+    ("create_web_call", {"body": {"agent_id": RILEY, "sdp": WEB_OFFER}}),
     ("cancel_call", {"uuid": "$call_id"}),
     ("list_call_events", {"uuid": COMPLETED_CALL}),
     ("list_call_feedback", {"uuid": COMPLETED_CALL}),

@@ -6,6 +6,8 @@ the test's event loop). The callplane client talks real HTTP to it.
 - Streamed requests (conversation turns) get ``replies[n - 1]`` where ``n`` counts the user
   messages so far (``opening`` when there is none), as SSE chunks a few words long. A ``Reply``
   may carry a tool call.
+- A request whose last message is a tool's answer gets the next of ``after_tool`` (the last one
+  again once they run out): what the agent says once its tools have answered.
 - Whole requests get ``summary`` (the summary instructions) or the next of ``analyses`` (the
   analyzer instructions; ``default_analysis`` once they run out).
 - ``mode="error"`` answers 500 to everything; ``mode="hang"`` answers nothing until stopped.
@@ -33,6 +35,9 @@ class Reply:
     text: str = ""
     tool: str | None = None
     arguments: dict[str, Any] = field(default_factory=dict)
+    #: More tool calls in the same reply, ``(name, arguments)``: streamed interleaved with the
+    #: first, by index, as OpenAI streams parallel tool calls.
+    more_tools: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
 class StubLLM:
@@ -40,15 +45,17 @@ class StubLLM:
         self,
         *,
         replies: Sequence[Reply | str] = ("Sure.",),
-        opening: str = "Hello, how can I help you today?",
+        opening: Reply | str = "Hello, how can I help you today?",
         summary: str = "The caller asked a question and the agent answered it.",
         analyses: Sequence[str] = (),
         default_analysis: str = "{}",
         mode: Mode = "ok",
         first_token_seconds: float = 0.0,
         words_per_chunk: int = 3,
+        after_tool: Sequence[Reply | str] = ("Done.",),
     ) -> None:
         self.replies = [r if isinstance(r, Reply) else Reply(r) for r in replies]
+        self.after_tool = [r if isinstance(r, Reply) else Reply(r) for r in after_tool]
         self.opening = opening
         self.summary = summary
         self.analyses = list(analyses)
@@ -95,9 +102,12 @@ class StubLLM:
     # What to answer.
 
     def _reply_for(self, messages: list[dict[str, Any]]) -> Reply:
+        if messages and messages[-1].get("role") == "tool":
+            with self._lock:
+                return self.after_tool.pop(0) if len(self.after_tool) > 1 else self.after_tool[0]
         users = sum(1 for m in messages if m.get("role") == "user")
         if users == 0:
-            return Reply(self.opening)
+            return self.opening if isinstance(self.opening, Reply) else Reply(self.opening)
         return self.replies[min(users, len(self.replies)) - 1]
 
     def _answer_for(self, messages: list[dict[str, Any]]) -> str:
@@ -107,7 +117,7 @@ class StubLLM:
         if system.startswith(ANALYZER_INSTRUCTIONS.split("{schema}")[0]):
             with self._lock:
                 return self.analyses.pop(0) if self.analyses else self.default_analysis
-        return self.opening
+        return self.opening.text if isinstance(self.opening, Reply) else self.opening
 
     def _chunks(self, reply: Reply) -> Iterator[dict[str, Any]]:
         words = reply.text.split(" ") if reply.text else []
@@ -116,12 +126,17 @@ class StubLLM:
             piece = " ".join(words[i : i + step]) + (" " if i + step < len(words) else "")
             yield {"choices": [{"index": 0, "delta": {"content": piece}}]}
         if reply.tool:
-            arguments = json.dumps(reply.arguments)
-            half = len(arguments) // 2
-            call = {"index": 0, "id": "call_stub", "type": "function"}
-            yield _tool_delta(call | {"function": {"name": reply.tool, "arguments": ""}})
-            yield _tool_delta({"index": 0, "function": {"arguments": arguments[:half]}})
-            yield _tool_delta({"index": 0, "function": {"arguments": arguments[half:]}})
+            calls = [(reply.tool, reply.arguments), *reply.more_tools]
+            texts = [json.dumps(arguments) for _, arguments in calls]
+            for index, (name, _) in enumerate(calls):
+                call = {"index": index, "id": f"call_stub{index or ''}", "type": "function"}
+                yield _tool_delta(call | {"function": {"name": name, "arguments": ""}})
+            for index, arguments in enumerate(texts):
+                half = len(arguments) // 2
+                yield _tool_delta({"index": index, "function": {"arguments": arguments[:half]}})
+            for index, arguments in enumerate(texts):
+                half = len(arguments) // 2
+                yield _tool_delta({"index": index, "function": {"arguments": arguments[half:]}})
         finish = "tool_calls" if reply.tool else "stop"
         yield {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
 

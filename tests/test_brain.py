@@ -90,9 +90,26 @@ def test_tool_call_entries_become_a_valid_chat_history() -> None:
     assert answer == {
         "role": "tool",
         "tool_call_id": call["tool_calls"][0]["id"],
-        "content": "done",
+        "content": "no result",
     }
     assert messages[-1] == {"role": "user", "content": "Wait!"}
+
+
+def test_a_tool_answer_follows_its_call_even_after_the_caller_spoke() -> None:
+    transcript = [
+        {"role": "assistant", "function_name": "lookup", "arguments": {"n": 1}, "text": ""},
+        {"role": "assistant", "function_name": "other", "arguments": {}, "text": ""},
+        {"role": "user", "text": "Hello?"},
+        {"role": "tool", "function_name": "other", "text": '{"b":2}'},
+        {"role": "tool", "function_name": "lookup", "text": '{"a":1}'},
+    ]
+    messages = conversation_messages(None, transcript)
+    assert [m["role"] for m in messages] == ["system", "assistant", "tool", "tool", "user"]
+    ids = [c["id"] for c in messages[1]["tool_calls"]]
+    assert [(m["tool_call_id"], m["content"]) for m in messages[2:4]] == [
+        (ids[0], '{"a":1}'),
+        (ids[1], '{"b":2}'),
+    ]
 
 
 def _closed_port() -> int:

@@ -100,7 +100,15 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
     # The agent ended the call itself (end_call), long before the simulated 20 s were up.
     assert call["status"] == "completed" and time.monotonic() - started < 10
     transcript = call["transcripts"]
-    assert [(e["role"], e.get("text") or e.get("function_name")) for e in transcript] == [
+    # find_slot is no tool of this agent: the brain is told so. The caller's next line races
+    # that answer, and the brain's line after it ("Done."), which it supersedes when first.
+    lines = [
+        (e["role"], e.get("text") or e.get("function_name"))
+        for e in transcript
+        if e.get("text") != "Done."
+    ]
+    lines[7:9] = sorted(lines[7:9], reverse=True)
+    assert lines == [
         ("assistant", "Hi, this is Ada from Bright Smiles."),
         ("user", "Hello?"),
         ("user", SCRIPT[0]),
@@ -109,11 +117,13 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
         ("assistant", "Let me check Friday. Friday at nine is free."),
         ("assistant", "find_slot"),
         ("user", SCRIPT[2]),
+        ("tool", '{"error":"there is no tool \'find_slot\'; tools: end_call"}'),
         ("assistant", "You're welcome, goodbye!"),
         ("assistant", "end_call"),
+        ("tool", '{"ended":true}'),
     ]
-    assert transcript[6]["arguments"] == {"day": "Friday"}
-    assert transcript[9]["arguments"] == {"reason": "caller is done"}
+    calls = [e for e in transcript if e.get("function_name") and e["role"] == "assistant"]
+    assert [c["arguments"] for c in calls] == [{"day": "Friday"}, {"reason": "caller is done"}]
     stamps = [e["timestamp"] for e in transcript]
     assert stamps == sorted(stamps) and stamps[0] >= 0 and stamps[-1] <= call["duration"] + 1
 
@@ -137,8 +147,11 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
 
     events = [e for e in events if e["type"] != "agent.turn_latency"]  # issue 29's, per turn
     types = [e["type"] for e in events]
-    assert types[:3] == ["call.dialing", "call.in_progress", "call.ended"]
-    assert events[2]["data"]["reason"] == "the agent hung up"
+    assert types[:4] == ["call.dialing", "call.in_progress", "tool.called", "tool.called"]
+    assert [e["data"]["name"] for e in events[2:4]] == ["find_slot", "end_call"]
+    assert [e["data"]["outcome"] for e in events[2:4]] == ["unknown_tool", "ok"]
+    assert types[4] == "call.ended"
+    assert events[4]["data"]["reason"] == "the agent hung up"
     assert types[-1] == "call.analyzed"
     analyzed = events[-1]["data"]
     assert analyzed["summary_by"] == "brain" and analyzed["analysis_errors"] == 1

@@ -64,8 +64,8 @@ def test_no_message_repeats_its_field(message: str, loc: tuple[str, ...], where:
         assert not rest.startswith((field, last)), f"{where}: {shown!r}"
 
 
-def test_a_sentence_naming_its_field_is_not_prefixed_again() -> None:
+def test_a_sentence_naming_its_field_names_it_once_as_its_label() -> None:
     loc = ("body", "friendly_name")
-    assert describe(loc, "friendly_name must be a string") == "friendly_name must be a string"
+    assert describe(loc, "friendly_name must be a string") == "friendly_name: must be a string"
     assert describe(loc, "must be a string") == "friendly_name: must be a string"
     assert describe(loc, "friendly_name: must be a string") == "friendly_name: must be a string"

@@ -22,6 +22,7 @@ ALL_TYPES = [
     "call.ended",
     "call.cancelled",
     "call.analyzed",
+    "call.transferred",
     "external_call.transcribed",
     "external_call.error",
     "webhook.test",

@@ -29,6 +29,7 @@ import uvicorn
 
 from callplane.app import create_app
 from callplane.kit.db import Database
+from callplane.loader import load_document
 from callplane.orgs.service import create_organization, issue_key
 from callplane.users.service import create_user
 from tests.browser import CHROMIUM_ARGS, run_elsewhere
@@ -57,16 +58,15 @@ def private_network() -> None:
         subprocess.run(command.split(), check=True, timeout=10)
 
 
-async def _setup(database_url: str) -> str:
+async def _setup(database_url: str, settings: Any) -> str:
     db = Database(database_url, pool_size=1)
     try:
         async with db.session(write=True) as session:
             org = await create_organization(session, "Web Co")
             key = await issue_key(session, org.id)
             await create_user(session, org.id, EMAIL, PASSWORD)
-            from callplane.models.agents import Agent
-
-            session.add(Agent(organization_id=org.id, uuid=uuid.UUID(AGENT), name="Front desk"))
+            agents = [{"uuid": AGENT, "name": "Front desk", "config": {"prompt": "Be kind."}}]
+            await load_document(session, settings, org.id, {"agents": agents})
             await session.commit()
             return key.api_key
     finally:
@@ -134,7 +134,6 @@ def main(args: dict[str, Any]) -> dict[str, Any]:
     from playwright.sync_api import expect, sync_playwright
 
     private_network()
-    api_key = run_elsewhere(lambda: _setup(args["database_url"]))
     outcome: dict[str, Any] = {}
     with StubLLM(replies=[Reply(REPLY, "end_call", {"reason": "booked"})]) as brain:
         settings = make_settings(
@@ -146,6 +145,7 @@ def main(args: dict[str, Any]) -> dict[str, Any]:
             web_call_connect_seconds=30,
             signin_limit="100/minute",
         )
+        api_key = run_elsewhere(lambda: _setup(args["database_url"], settings))
         server, thread, url = _serve(settings)
         try:
             run_elsewhere(lambda: _warm_up(url, api_key))
@@ -169,7 +169,7 @@ def main(args: dict[str, Any]) -> dict[str, Any]:
                 page.get_by_label("Email").fill(EMAIL)
                 page.get_by_label("Password").fill(PASSWORD)
                 page.get_by_role("button", name="Sign in").click()
-                expect(page.get_by_role("heading", name="Calls", exact=True)).to_be_visible()
+                expect(page.get_by_role("button", name="Sign in")).to_have_count(0)
                 page.goto(f"/dashboard/agents/{AGENT}/talk")
                 page.get_by_role("button", name="Talk to this agent").click()
                 # The first web call loads the speech recogniser: seconds on a busy machine.

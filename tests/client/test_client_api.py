@@ -29,6 +29,7 @@ METHODS = {
     "update_number": "numbers.update",
     "create_call": "calls.create",
     "get_call": "calls.get",
+    "get_call_by_screen_pop": "calls.screen_pop",
     "list_calls": "calls.list",
     "cancel_call": "calls.cancel",
     "list_call_events": "calls.events",
@@ -154,6 +155,7 @@ def test_reads_lists_and_writes(server) -> None:
         assert isinstance(api.calls.events(call.id), list)
         transcript = api.calls.get(COMPLETED_CALL).transcripts
         assert transcript and transcript[0].role and transcript[0].timestamp == 0.8
+        assert str(api.calls.screen_pop("spt_demo_0001").id) == COMPLETED_CALL
 
         entry = api.feedback.create(COMPLETED_CALL, "Too fast", transcript_index=0)
         assert entry.comment == "Too fast" and not entry.resolved

@@ -17,10 +17,11 @@ from callplane.agents.schemas import ConversationRequest
 from callplane.agents.variables import VariableSources, render
 from callplane.brain.base import Brain, BrainError, TextDelta, ToolCall
 from callplane.brain.build import build_brain
-from callplane.brain.prompts import END_CALL_TOOL, conversation_messages
+from callplane.brain.prompts import conversation_messages
 from callplane.contacts.identifiers import normalize_identifier
 from callplane.errors import InvalidInput, Unavailable
 from callplane.runtime import Runtime
+from callplane.tools.toolbox import Toolbox
 
 #: Brain rounds in one turn: a tool result may lead to one more line, not to a loop.
 MAX_ROUNDS = 2
@@ -29,23 +30,9 @@ NOT_RUN = orjson.dumps({"error": "running tools is not available yet; use tools=
 
 
 def brain_tools(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each configured tool as an OpenAI function; ``end_call`` is always present."""
-    tools = [END_CALL_TOOL]
-    for tool in config.get("tools", []):
-        if tool["name"] == "end_call":
-            continue
-        parameters = tool.get("parameters") or {"type": "object", "properties": {}}
-        tools.append(
-            {
-                "type": "function",
-                "function": {
-                    "name": tool["name"],
-                    "description": tool.get("description") or tool["type"].replace("_", " "),
-                    "parameters": parameters,
-                },
-            }
-        )
-    return tools
+    """The commit's tools as the brain sees them on a call (one registry: ``callplane.tools``);
+    ``end_call`` is always among them."""
+    return Toolbox.from_configs(config.get("tools", [])).definitions()
 
 
 async def take_turn(

@@ -24,7 +24,7 @@ from callplane.agents.schemas import CommitCreate
 from callplane.agents.wire import agents_wire
 from callplane.errors import Conflict, InvalidInput, NotFound
 from callplane.kit.pagination import offset
-from callplane.kit.tenancy import Tenant, select_owned, update_owned
+from callplane.kit.tenancy import Tenant, same_organization, select_owned, update_owned
 from callplane.models.agents import Agent, AgentBranch, AgentCommit
 from callplane.models.base import utcnow
 from callplane.models.phone_numbers import PhoneNumber
@@ -468,16 +468,34 @@ async def resolve_for_call(
     )
 
 
-async def load_commit_config(
+@dataclass(frozen=True)
+class CommitToRun:
+    """What a worker needs of a call's pinned commit: its config, and of its agent the name
+    (handoff metadata) and the tools secret (signing function tools)."""
+
+    config: dict[str, Any]
+    agent_name: str
+    tools_secret: str | None
+
+
+async def load_commit_to_run(
     session: AsyncSession, organization_id: int, commit_id: uuid.UUID
-) -> dict[str, Any] | None:
-    """The config of a commit of the organization (what a queued call pinned), or None."""
-    config: dict[str, Any] | None = await session.scalar(
-        select_owned(AgentCommit, organization_id, AgentCommit.config).where(
-            AgentCommit.id == commit_id
+) -> CommitToRun | None:
+    """A commit of the organization (what a call pinned) with its agent, in one query; None
+    when the organization has no such commit."""
+    row = (
+        await session.execute(
+            select_owned(
+                AgentCommit, organization_id, AgentCommit.config, Agent.name, Agent.tools_secret
+            )
+            .join(Agent, same_organization(AgentCommit, Agent) & (Agent.id == AgentCommit.agent_id))
+            .where(AgentCommit.id == commit_id)
         )
-    )
-    return config
+    ).first()
+    if row is None:
+        return None
+    config, name, secret = row
+    return CommitToRun(config=config, agent_name=name, tools_secret=secret)
 
 
 async def resolve_branch_head(

@@ -11,12 +11,11 @@ from callplane.brain.analyzers import run_analyzers
 from callplane.brain.base import Brain, BrainError, ReplyEvent, TextDelta, ToolCall
 from callplane.brain.build import build_brain
 from callplane.brain.client import ChatCompletionsBrain
-from callplane.brain.prompts import END_CALL_TOOL, conversation_messages
+from callplane.brain.prompts import conversation_messages
 from callplane.brain.sentences import SentenceSplitter
 from callplane.brain.summary import Summary, summarize
 
 __all__ = [
-    "END_CALL_TOOL",
     "Brain",
     "BrainError",
     "ChatCompletionsBrain",

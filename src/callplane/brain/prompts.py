@@ -20,18 +20,6 @@ DEFAULT_CALL_PROMPT = (
     "spoken sentences, with no lists, markup or emoji."
 )
 
-END_CALL_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "end_call",
-        "description": "Hang up once the conversation is over (say goodbye first).",
-        "parameters": {
-            "type": "object",
-            "properties": {"reason": {"type": "string", "description": "why the call ends"}},
-        },
-    },
-}
-
 SUMMARY_INSTRUCTIONS = (
     "Summarise the following telephone call between an agent and a caller in at most three "
     "plain sentences, in the third person. Answer with the summary only."
@@ -47,36 +35,84 @@ Entry = Mapping[str, Any]
 
 
 def conversation_messages(call_prompt: str | None, transcript: Sequence[Entry]) -> list[Message]:
+    """The chat so far. Each tool call (an assistant entry with ``function_name``) is sent with
+    its answer (the next ``tool`` entry of that name) right after it, as chat completions
+    require, even when the caller spoke in between; a call never answered reads "no result"."""
     messages: list[Message] = [{"role": "system", "content": call_prompt or DEFAULT_CALL_PROMPT}]
-    for number, entry in enumerate(transcript):
-        if entry.get("function_name"):
-            call_id = f"call_{number}"
-            arguments = orjson.dumps(entry.get("arguments") or {}).decode()
+    answers = _tool_answers(transcript)
+    used = set(answers.values())
+    index = 0
+    while index < len(transcript):
+        entry = transcript[index]
+        if _is_call(entry):
+            group = []
+            while index < len(transcript) and _is_call(transcript[index]):
+                group.append(index)
+                index += 1
             messages.append(
                 {
                     "role": "assistant",
-                    "content": entry.get("text") or None,
+                    "content": None,
                     "tool_calls": [
                         {
-                            "id": call_id,
+                            "id": f"call_{number}",
                             "type": "function",
-                            "function": {"name": entry["function_name"], "arguments": arguments},
+                            "function": {
+                                "name": transcript[number]["function_name"],
+                                "arguments": orjson.dumps(
+                                    transcript[number].get("arguments") or {}
+                                ).decode(),
+                            },
                         }
+                        for number in group
                     ],
                 }
             )
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": "done"})
-        elif entry.get("text"):
+            for number in group:
+                answer = answers.get(number)
+                content = transcript[answer].get("text") if answer is not None else None
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": f"call_{number}",
+                        "content": content or "no result",
+                    }
+                )
+            continue
+        if index not in used and entry.get("role") != "tool" and entry.get("text"):
             role = "assistant" if entry.get("role") == "assistant" else "user"
             messages.append({"role": role, "content": entry["text"]})
+        index += 1
     return messages
+
+
+def _is_call(entry: Entry) -> bool:
+    return bool(entry.get("function_name")) and entry.get("role") != "tool"
+
+
+def _tool_answers(transcript: Sequence[Entry]) -> dict[int, int]:
+    """Each tool call's index -> the index of its answer."""
+    answers: dict[int, int] = {}
+    waiting: dict[str, list[int]] = {}
+    for index, entry in enumerate(transcript):
+        name = entry.get("function_name")
+        if not name:
+            continue
+        if entry.get("role") == "tool":
+            if waiting.get(name):
+                answers[waiting[name].pop(0)] = index
+        else:
+            waiting.setdefault(name, []).append(index)
+    return answers
 
 
 def render_transcript(transcript: Sequence[Entry]) -> str:
     """The transcript as plain lines ("Agent: …", "Caller: …") for summaries and analyzers."""
     lines = []
     for entry in transcript:
-        if entry.get("function_name"):
+        if entry.get("function_name") and entry.get("role") == "tool":
+            lines.append(f"[{entry['function_name']} answered {entry.get('text') or ''}]")
+        elif entry.get("function_name"):
             arguments = orjson.dumps(entry.get("arguments") or {}).decode()
             lines.append(f"[agent used {entry['function_name']} {arguments}]")
         elif entry.get("text"):

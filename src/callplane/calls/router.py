@@ -10,7 +10,7 @@ import orjson
 from fastapi import Header, Query
 from starlette.responses import Response
 
-from callplane.calls import commands, events, idempotency, service
+from callplane.calls import commands, events, idempotency, screen_pop, service
 from callplane.calls.schemas import (
     CallCreate,
     CallCreated,
@@ -110,6 +110,21 @@ async def list_calls(
             "total_pages": total_pages(total, page_size),
         }
     )
+
+
+@router.get(
+    "/calls/screen_pop/{token}",
+    response_model=CallEnvelope,
+    summary="The call a transfer handed over, by its screen-pop token",
+)
+async def get_call_by_screen_pop(
+    token: str, session: SessionDep, runtime: RuntimeDep, tenant: CurrentTenant
+) -> Response:
+    """A transferred call, by the token its transfer carried (``X-Callplane-Screen-Pop``), so a
+    contact centre's screen opens the call being handed over. Only to the call's organization."""
+    call = await screen_pop.call_by_token(session, tenant.organization_id, token)
+    [wire] = await service.calls_wire(session, runtime, tenant.organization_id, [call])
+    return json_response({"success": True, "call": wire})
 
 
 @router.get("/calls/{uuid}", response_model=CallEnvelope, summary="Read a call")

@@ -63,6 +63,8 @@ class AgentSpec:
     summary_prompt: str | None = None
     analyzers: tuple[Mapping[str, Any], ...] = ()
     commit_id: str | None = None
+    #: The commit's tools (DESIGN §15 Tool objects, by ``type``); ``end_call`` is always added.
+    tools: tuple[Mapping[str, Any], ...] = ()
     #: ``{{names}}`` found nowhere, sorted (DESIGN §15: the ``agent.started`` event lists them).
     missing_variables: tuple[str, ...] = ()
 
@@ -144,6 +146,7 @@ def resolve_agent_spec(
         summary_prompt=commit.get("summary_prompt"),
         analyzers=(*call.analyzers, *(commit.get("analyzers") or ())),
         commit_id=commit_id,
+        tools=tuple(t for t in commit.get("tools") or () if isinstance(t, Mapping)),
         missing_variables=tuple(sorted(missing)),
     )
 
@@ -165,6 +168,11 @@ class AgentCommit:
     commit_id: str | None = None
     config: Mapping[str, Any] | None = None
     render: Renderer = field(default=keep_template)
+    #: The agent's ``tools_secret`` (signs its function tools' requests; DESIGN §15). The
+    #: agents domain fills it from the agent's row; None: function tools fail, and say so.
+    tools_secret: str | None = None
+    #: The agent's name (``handoff_metadata[provider].campaign_name``).
+    agent_name: str | None = None
 
 
 #: Loads a call's agent commit when its conversation starts. The default finds none.

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from callplane.agents.contacts import contact_data
-from callplane.agents.service import load_commit_config
+from callplane.agents.service import load_commit_to_run
 from callplane.agents.variables import VariableSources, render
 from callplane.engine.agent import AgentCommit
 from callplane.engine.conversation import CallContext
@@ -27,10 +27,11 @@ async def commit_of_call(runtime: Runtime, call: CallContext) -> AgentCommit:
         return AgentCommit()
     other_party = call.from_number if call.direction == "inbound" else call.to_number
     async with runtime.db.session(write=False) as session:
-        config = await load_commit_config(session, call.organization_id, commit_id)
+        commit = await load_commit_to_run(session, call.organization_id, commit_id)
         contact = await contact_data(session, call.organization_id, other_party)
-    if config is None:  # the organization's commits only: never another's
+    if commit is None:  # the organization's commits only: never another's
         return AgentCommit()
+    config = commit.config
     defaults: dict[str, Any] = config.get("variables") or {}
     sources = VariableSources(
         params=call.params,
@@ -45,4 +46,6 @@ async def commit_of_call(runtime: Runtime, call: CallContext) -> AgentCommit:
         commit_id=call.agent_commit_id,
         config=config,
         render=lambda template: render(template, sources),
+        tools_secret=commit.tools_secret,
+        agent_name=commit.agent_name,
     )

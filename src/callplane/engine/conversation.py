@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import httpx
+
 from callplane.engine.aftercall import ApplyMove, analyze_call, record_agent_event
 from callplane.engine.agent import (
     DEFAULT_LANGUAGE,
@@ -39,13 +41,19 @@ from callplane.engine.agent import (
 from callplane.engine.listening import Listener
 from callplane.engine.providers import Providers
 from callplane.engine.speaking import Speaker
+from callplane.engine.toolwrites import record_transfer, set_cart
 from callplane.engine.turn_loop import TranscriptLog, TurnLoop
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
 from callplane.telephony.base import Connection
+from callplane.tools import ToolContext, Transfer
+from callplane.webhooks.network import webhook_transport
 
 log = logging.getLogger("callplane.engine.conversation")
+
+#: The longest a function tool may take (DESIGN §15: ``timeout_seconds`` 1-30).
+MAX_TOOL_SECONDS = 30.0
 
 
 @dataclass
@@ -59,8 +67,19 @@ class ConversationServices:
     agents: AgentSource = no_agent_commit
     #: The worker's group commit, for the after-call write (None: a transaction of its own).
     apply_move: ApplyMove | None = None
+    #: Function tools' client: webhooks' network rule at connect time, no redirects.
+    tools_http: httpx.AsyncClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        settings = self.runtime.settings
+        self.tools_http = httpx.AsyncClient(
+            transport=webhook_transport(settings.webhook_allow_private_networks),
+            timeout=httpx.Timeout(MAX_TOOL_SECONDS),
+            follow_redirects=False,
+        )
 
     async def aclose(self) -> None:
+        await self.tools_http.aclose()
         await self.providers.aclose()
 
 
@@ -85,6 +104,7 @@ class CallContext:
     params: dict[str, Any]
     analyzers: list[Any]
     started_at: datetime
+    external_identifiers: dict[str, Any] = field(default_factory=dict)
     #: The agent as resolved when the conversation started.
     spec: AgentSpec | None = None
     #: Transcript entries (SPEC's Transcript entry), stored on the call when it completes.
@@ -119,7 +139,21 @@ class CallContext:
             params=dict(call.params or {}),
             analyzers=list(call.analyzers or []),
             started_at=call.started_at,
+            external_identifiers=dict(call.external_identifiers or {}),
         )
+
+    def tool_payload(self) -> dict[str, Any]:
+        """The call as a function tool's request names it (DESIGN §15)."""
+        return {
+            "id": str(self.call_id),
+            "direction": self.direction,
+            "from_number": self.from_number,
+            "to_number": self.to_number,
+            "params": self.params,
+            "external_identifiers": self.external_identifiers,
+            "agent_id": str(self.agent_uuid) if self.agent_uuid else None,
+            "agent_commit_id": self.spec.commit_id if self.spec else self.agent_commit_id,
+        }
 
     def elapsed(self) -> float:
         """Seconds since the call was answered."""
@@ -158,6 +192,24 @@ async def hold_conversation(
         data = {"commit_id": spec.commit_id, "missing_variables": list(spec.missing_variables)}
         started = asyncio.create_task(report("agent.started", data))
     providers = services.providers
+    organization_id, call_id = context.organization_id, context.call_id
+
+    async def cart(value: dict[str, Any]) -> None:
+        await set_cart(runtime, organization_id, call_id, value)
+
+    async def transferred(transfer: Transfer) -> None:
+        await record_transfer(runtime, organization_id, call_id, transfer, commit.agent_name)
+
+    tool_context = ToolContext(
+        connection=connection,
+        call=context.tool_payload(),
+        organization_id=organization_id,
+        runtime=runtime,
+        http=services.tools_http,
+        tools_secret=commit.tools_secret,
+        set_cart=cart,
+        record_transfer=transferred,
+    )
     loop = TurnLoop(
         connection=connection,
         listener=Listener(connection, transcriber=providers.transcriber, hints=spec.keyterms),
@@ -168,6 +220,7 @@ async def hold_conversation(
         report=report,
         answered_by=context.answered_by,
         latencies=context.latencies,
+        tool_context=tool_context,
     )
     try:
         return await loop.run()

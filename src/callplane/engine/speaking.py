@@ -71,8 +71,9 @@ class Speaker:
         if self._connection.media == "text" and self._pending_text:
             text = " ".join(self._pending_text)
             now = time.monotonic()
-            reply.sentences = [(now, text)]
-            reply.first_media_at = now
+            reply.sentences = [*reply.sentences, (now, text)]
+            if reply.first_media_at is None:
+                reply.first_media_at = now
             self._pending_text = []
             await self._connection.play(TextFrame(text))
 

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callplane.brain import (
-    END_CALL_TOOL,
     Brain,
     BrainError,
     ReplyEvent,
@@ -47,6 +46,8 @@ from callplane.engine.reply import Reply
 from callplane.engine.speaking import Speaker
 from callplane.observability import metrics, turns
 from callplane.telephony.base import Connection
+from callplane.tools import ToolContext
+from callplane.tools.toolbox import Toolbox, ToolUse, error_text
 
 log = logging.getLogger("callplane.engine.turns")
 
@@ -59,6 +60,13 @@ AGENT_HANGUP = "the agent hung up"
 MAX_LENGTH = "maximum call length reached"
 SILENCE = "the caller was silent"
 VOICEMAIL = "the agent hung up on a voicemail"
+
+#: Brain requests with tools in one answer; the last is asked without them, so a brain that
+#: keeps calling tools still ends up saying something.
+MAX_TOOL_ROUNDS = 5
+#: A tool without a result by then: its ``speak_while_running`` line is said.
+SPEAK_WHILE_RUNNING_AFTER = 1.0
+INTERRUPTED = "interrupted: the caller spoke before it finished"
 
 #: ``report(type, data)``: writes one of the call's events.
 Report = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -108,6 +116,19 @@ class TurnLoop:
     #: When the caller last did anything (the silence timeout counts from here or from the
     #: end of the agent's line, whichever is later).
     _last_heard: float = 0.0
+    #: What tools may reach on this call (None: tools run with the connection alone).
+    tool_context: ToolContext | None = None
+    #: The agent's tools (built from ``spec.tools`` when not given).
+    toolbox: Toolbox | None = None
+    #: Event writes not awaited where they were started (a cancelled tool use's).
+    _background: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.toolbox is None:
+            self.toolbox = Toolbox.from_configs(self.spec.tools)
+        if self.tool_context is None:
+            self.tool_context = ToolContext(connection=self.connection)
+        self.tool_context.say = self._say_for_tool
 
     async def run(self) -> str:
         """Hold the conversation until it ends; why it ended."""
@@ -128,6 +149,9 @@ class TurnLoop:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+            for task in list(self._background):
+                with contextlib.suppress(Exception):
+                    await task
         if self._reason is not None:
             return self._reason
         return AGENT_HANGUP if self.connection.ended_by == "local" else REMOTE_HANGUP
@@ -272,10 +296,51 @@ class TurnLoop:
         caller_ended_at: float | None,
         timing: turns.TurnTiming | None = None,
     ) -> None:
-        assert self.brain is not None
+        """The brain's answer; when it asks for tools, they run (all at once), their results go
+        back and the brain answers again, in a new line (``follow``) on the same task."""
+        rounds = 0
+        while True:
+            calls = await self._generate(reply, caller_ended_at, rounds < MAX_TOOL_ROUNDS, timing)
+            rounds += 1
+            if calls is None:
+                return  # the brain failed: apologised, hung up
+            if not calls:
+                await self._after_line(reply, None)
+                return
+            if reply.first_media_at is not None:
+                # The turn's latency was measured on this line.
+                caller_ended_at, timing = None, None
+            follow = Reply()
+            follow.task = reply.task
+            self._reply = follow
+            uses = await self._use_tools(follow, calls, caller_ended_at)
+            ending = next((use.end_call for use in uses if use.end_call), None)
+            if ending is not None:
+                self._close_line(follow, None)
+                if not reply.interrupted and not follow.interrupted:
+                    self._ending = True
+                    await reply.wait_for_playout()
+                    await follow.wait_for_playout()
+                    await self._end_call(ending)
+                return
+            if follow.first_media_at is not None:
+                caller_ended_at, timing = None, None
+            reply = follow
+
+    async def _generate(
+        self,
+        reply: Reply,
+        caller_ended_at: float | None,
+        offer_tools: bool,
+        timing: turns.TurnTiming | None = None,
+    ) -> list[ToolCall] | None:
+        """One brain request, spoken into ``reply`` and recorded; the tools it asked for
+        (recorded too), or None when the brain failed."""
+        assert self.brain is not None and self.toolbox is not None
         messages = conversation_messages(self.spec.prompt, self.transcript.entries)
+        tools = self.toolbox.definitions() if offer_tools else []
         stream: asyncio.Queue[ReplyEvent | BrainError | None] = asyncio.Queue()
-        thinking = asyncio.create_task(_think(self.brain, self.spec, messages, stream))
+        thinking = asyncio.create_task(_think(self.brain, self.spec, messages, tools, stream))
         splitter = SentenceSplitter()
         tool_calls: list[ToolCall] = []
         try:
@@ -293,20 +358,96 @@ class TurnLoop:
             await self.speaker.end_line(reply)
         except BrainError as exc:
             await self._apologise(reply, exc)
-            return
+            return None
         finally:
             thinking.cancel()
             self._close_line(reply, caller_ended_at)
+        if not offer_tools and tool_calls:
+            # Tools were not offered this time: what was said stands, the calls are dropped.
+            log.warning("the brain asked for tools it was not offered; ignored")
+            return []
+        now = time.monotonic()
         for call in tool_calls:
             self.transcript.add(
-                time.monotonic(),
-                role="assistant",
-                function_name=call.name,
-                arguments=call.arguments,
+                now, role="assistant", function_name=call.name, arguments=call.arguments, text=""
             )
         await turns.report(timing, reply.first_media_at, self.transcript.elapsed, self.report)
-        ends = any(call.name == "end_call" for call in tool_calls)
-        await self._after_line(reply, AGENT_HANGUP if ends else None)
+        return tool_calls
+
+    async def _use_tools(
+        self, follow: Reply, calls: list[ToolCall], caller_ended_at: float | None
+    ) -> list[ToolUse]:
+        """Every call at once; a line to hold the caller if none has answered within a
+        second; each use recorded (transcript, ``tool.called``) as it is answered. A barge-in
+        cancels the uses still running: they are recorded as interrupted."""
+        assert self.toolbox is not None and self.tool_context is not None
+        toolbox, context = self.toolbox, self.tool_context
+        pending = {asyncio.create_task(toolbox.use(call, context)): call for call in calls}
+        uses: list[ToolUse] = []
+        hold = toolbox.speak_while_running(calls)
+        began = time.monotonic()
+        try:
+            while pending:
+                timeout = None
+                if hold is not None:
+                    timeout = max(0.0, began + SPEAK_WHILE_RUNNING_AFTER - time.monotonic())
+                done, _ = await asyncio.wait(
+                    pending, timeout=timeout, return_when="FIRST_COMPLETED"
+                )
+                if not done and hold is not None:
+                    line, hold = hold, None
+                    await self._say_hold(line, caller_ended_at)
+                for task in done:
+                    del pending[task]
+                    use = task.result()
+                    uses.append(use)
+                    await self._record_use(use)
+        finally:
+            if pending:
+                for task in pending:
+                    task.cancel()
+                for call in pending.values():
+                    use = ToolUse(
+                        call, error_text(INTERRUPTED), "interrupted", time.monotonic() - began
+                    )
+                    self.transcript.add(
+                        time.monotonic(), role="tool", function_name=call.name, text=use.text
+                    )
+                    self._report_later("tool.called", use.event())
+        return uses
+
+    async def _say_for_tool(self, line: str) -> None:
+        """A tool's line to the caller (a transfer's message), heard before the tool goes on."""
+        said = Reply()
+        await self.speaker.say(said, line)
+        await self.speaker.end_line(said)
+        self._close_line(said, None)
+        await said.wait_for_playout()
+
+    async def _say_hold(self, line: str, caller_ended_at: float | None) -> None:
+        hold = Reply()
+        await self.speaker.say(hold, line)
+        await self.speaker.end_line(hold)
+        self._close_line(hold, caller_ended_at)
+
+    async def _record_use(self, use: ToolUse) -> None:
+        self.transcript.add(
+            time.monotonic(), role="tool", function_name=use.call.name, text=use.text
+        )
+        self._report_later("tool.called", use.event())
+
+    def _report_later(self, type_: str, data: dict[str, Any]) -> None:
+        """Write an event beside the conversation: a barge-in cancelling the line must not
+        cancel the write (``run`` waits for them before the call ends)."""
+        job = asyncio.create_task(self._report_quietly(type_, data))
+        self._background.add(job)
+        job.add_done_callback(self._background.discard)
+
+    async def _report_quietly(self, type_: str, data: dict[str, Any]) -> None:
+        try:
+            await self.report(type_, data)
+        except Exception:
+            log.exception("could not record the event %s", type_)
 
     async def _after_line(self, reply: Reply, then_end: str | None) -> None:
         if then_end is None and reply.text and self.spec.ends_the_call(reply.text):
@@ -357,11 +498,12 @@ async def _think(
     brain: Brain,
     spec: AgentSpec,
     messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
     out: asyncio.Queue[ReplyEvent | BrainError | None],
 ) -> None:
     try:
         replies = brain.stream_reply(
-            messages, tools=[END_CALL_TOOL], model=spec.model, temperature=spec.temperature
+            messages, tools=tools, model=spec.model, temperature=spec.temperature
         )
         async for event in replies:
             out.put_nowait(event)

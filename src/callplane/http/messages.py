@@ -98,12 +98,16 @@ def describe(loc: list[str | int] | tuple[str | int, ...], message: str, kind: s
         if kind == "missing" or message == "is required":
             return "Request body is required"
         return message
-    if _NAMES_A_FIELD.match(message) or _starts_with_name(message, field):
+    if _NAMES_A_FIELD.match(message):
         return message
-    return f"{field}: {message}"
+    return f"{field}: {_without_name(message, field)}"
 
 
-def _starts_with_name(message: str, field: str) -> bool:
-    """A service's sentence that already opens with the field ("friendly_name must be ...")."""
+def _without_name(message: str, field: str) -> str:
+    """A service's sentence that opens with the field ("friendly_name must be ...") loses it:
+    the label names the field, once ("friendly_name: must be ...")."""
     last = field.rsplit(".", 1)[-1]
-    return any(message.startswith(name + " ") for name in {field, last} if name)
+    for name in sorted({field, last}, key=len, reverse=True):
+        if name and message.startswith(name + " "):
+            return message[len(name) + 1 :]
+    return message

@@ -93,6 +93,33 @@ class Recording:
     duration_seconds: float
 
 
+#: The keys ``send_dtmf`` may press.
+DTMF_PATTERN = "^[0-9*#A-D]{1,64}$"
+
+
+class TelephonyFeatureMissing(Exception):
+    """The network of this call cannot do what a tool asked."""
+
+
+@dataclass(frozen=True)
+class TransferTarget:
+    #: E.164 (goes out through the trunk) or None when ``sip`` is given.
+    number: str | None
+    sip: str | None
+    mode: Literal["cold", "warm"]
+    #: ``X-Callplane-Screen-Pop`` on the REFER.
+    screen_pop_token: str
+
+
+@dataclass(frozen=True)
+class TransferOutcome:
+    accepted: bool
+    #: Why not, in words the agent can repeat to the caller (``busy``, ``refused (405)``).
+    reason: str = ""
+    #: The transfer leg's SIP Call-ID (handoff metadata).
+    leg_call_id: str = ""
+
+
 @dataclass
 class Connection(abc.ABC):
     """One answered call."""
@@ -135,6 +162,17 @@ class Connection(abc.ABC):
         ``pcm`` itself by default; a network that hears more than the telephone band (a web
         call) gives its wider-band audio of the same stretch."""
         return pcm, SAMPLE_RATE
+
+    # Tools (DESIGN §15): a network that cannot do one raises ``TelephonyFeatureMissing``.
+
+    async def send_dtmf(self, digits: str) -> None:
+        """Press ``digits`` (``DTMF_PATTERN``) toward the far end."""
+        raise TelephonyFeatureMissing("this phone network cannot send keypresses")
+
+    async def transfer(self, target: TransferTarget) -> TransferOutcome:
+        """Hand the far end to ``target``; the outcome says whether it was accepted (the
+        agent's leg then ends) or why not (the conversation goes on)."""
+        raise TelephonyFeatureMissing("this phone network cannot transfer calls")
 
 
 ConversationRunner = Callable[[Connection], Awaitable[None]]

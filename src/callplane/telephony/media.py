@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from aiortp import RTPSession
@@ -18,8 +19,11 @@ from callplane.telephony.audio_line import AudioLine
 from callplane.telephony.base import (
     FRAME_BYTES,
     FRAME_MS,
+    SAMPLE_RATE,
     EndedBy,
     Recording,
+    TransferOutcome,
+    TransferTarget,
 )
 from callplane.telephony.recording import CallRecorder
 
@@ -29,6 +33,8 @@ SILENCE = bytes(FRAME_BYTES)
 #: When the event loop stalls, the sender catches up by at most this many frames at once and
 #: skips the rest of the gap (a burst of late audio is worse than a short hole).
 MAX_CATCH_UP_FRAMES = 5
+#: A keypress sent as telephone-events (``send_dtmf``): the tone's length, then silence.
+DTMF_TONE_MS, DTMF_GAP_MS = 160, 80
 
 
 class SipConnection(AudioLine):
@@ -47,8 +53,11 @@ class SipConnection(AudioLine):
         call_ref: str,
         send_bye: Callable[[], Awaitable[None]],
         media_timeout_seconds: float | None = None,
+        refer: Callable[[TransferTarget], Awaitable[TransferOutcome]] | None = None,
     ) -> None:
         super().__init__(media="audio")
+        #: Cold transfer on the call's dialog (``sip_transfer``); None: not possible here.
+        self._refer = refer
         self.call_ref = call_ref
         self._rtp = rtp
         self._send_bye = send_bye
@@ -188,6 +197,21 @@ class SipConnection(AudioLine):
     @property
     def ended(self) -> bool:
         return self._ended.is_set()
+
+    async def send_dtmf(self, digits: str) -> None:
+        """RFC 4733 telephone-events (payload type 101) on the call's RTP stream, a 160 ms
+        event per key with a pause between, each at its own timestamp."""
+        for digit in digits:
+            if self._ended.is_set():
+                return
+            timestamp = int(time.monotonic() * SAMPLE_RATE) & 0xFFFFFFFF
+            self._rtp.send_dtmf(digit, duration_ms=DTMF_TONE_MS, timestamp=timestamp)
+            await asyncio.sleep((DTMF_TONE_MS + DTMF_GAP_MS) / 1000)
+
+    async def transfer(self, target: TransferTarget) -> TransferOutcome:
+        if self._refer is None or target.mode != "cold":
+            return await super().transfer(target)
+        return await self._refer(target)
 
     async def wait_ended(self) -> EndedBy:
         await self._ended.wait()

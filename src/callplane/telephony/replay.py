@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 
-from callplane.telephony.base import Connection, EndedBy, Frame, Recording
+from callplane.telephony.base import (
+    Connection,
+    EndedBy,
+    Frame,
+    Recording,
+    TransferOutcome,
+    TransferTarget,
+)
 
 
 class Replayed(Connection):
@@ -54,3 +61,9 @@ class Replayed(Connection):
 
     async def recording(self) -> Recording | None:
         return await self.inner.recording()
+
+    async def send_dtmf(self, digits: str) -> None:
+        await self.inner.send_dtmf(digits)
+
+    async def transfer(self, target: TransferTarget) -> TransferOutcome:
+        return await self.inner.transfer(target)

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 
 from callplane.telephony.base import (
@@ -39,6 +40,8 @@ from callplane.telephony.base import (
     Recording,
     TelephonyAdapter,
     TextFrame,
+    TransferOutcome,
+    TransferTarget,
 )
 from callplane.telephony.recording import stereo_wav
 
@@ -106,6 +109,24 @@ class SimulatedConnection(Connection):
             return None
         silence = bytes(int(self._length * SAMPLE_RATE) * SAMPLE_WIDTH)
         return Recording("audio/wav", stereo_wav(silence, silence), self._length)
+
+    # Tools (DESIGN §15): every transfer is accepted but to numbers ending in 0005 (busy), and
+    # what the agent pressed is kept, so tools are testable without SIP.
+    dtmf_sent: tuple[str, ...] = ()
+    transfers: tuple[TransferTarget, ...] = ()
+
+    async def send_dtmf(self, digits: str) -> None:
+        self.dtmf_sent = (*self.dtmf_sent, digits)
+
+    async def transfer(self, target: TransferTarget) -> TransferOutcome:
+        if self._ended.is_set():
+            return TransferOutcome(False, "the call has ended")
+        if (target.number or "").endswith("0005"):
+            return TransferOutcome(False, "busy")
+        self.transfers = (*self.transfers, target)
+        # The agent's leg is left to the agent to hang up, once the transfer is recorded (as
+        # after a SIP transfer's NOTIFY 200).
+        return TransferOutcome(True, leg_call_id=f"simulated-{uuid.uuid4().hex}")
 
 
 def outcome_of(number: str) -> str:

@@ -36,6 +36,7 @@ from aiosipua import (
     negotiate_sdp,
     parse_uri,
 )
+from aiosipua.dialog import Dialog
 from aiosipua.sdp import SdpNegotiationError
 
 from callplane.observability.metrics import count_sip_message
@@ -47,10 +48,13 @@ from callplane.telephony.base import (
     InboundOffer,
     InboundRouter,
     TelephonyAdapter,
+    TransferOutcome,
+    TransferTarget,
 )
 from callplane.telephony.media import SipConnection
 from callplane.telephony.sip_config import Trunk, parse_host_port, parse_port_range
 from callplane.telephony.sip_dialog import hangup, keep_record_route
+from callplane.telephony.sip_transfer import Referrals, refer_to_uri
 from callplane.telephony.sip_wire import (
     CODECS,
     UNPARSEABLE,
@@ -128,6 +132,7 @@ class SipAdapter(TelephonyAdapter):
         self._answered: dict[tuple[str, str], int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._signalling: tuple[str, int] | None = None
+        self._referrals = Referrals()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SipAdapter:
@@ -186,6 +191,7 @@ class SipAdapter(TelephonyAdapter):
         uas.on_cancel = self._on_cancel
         uas.on_ack_timeout = self._on_ack_timeout
         uas.on_options = self._on_options
+        uas.on_transfer_progress = self._referrals.on_progress
         # Responses pass through here first: the reliability aiosipua leaves to its user.
         transport.on_message = self._on_message
         self._signalling = advertised
@@ -289,6 +295,7 @@ class SipAdapter(TelephonyAdapter):
             call_ref=ref,
             send_bye=lambda: self._hangup_outbound(call),
             media_timeout_seconds=self._media_timeout,
+            refer=lambda target: self._refer(call.dialog, call.remote_addr, target),
         )
         self._register(call.call_id, connection)
         return connection
@@ -390,6 +397,7 @@ class SipAdapter(TelephonyAdapter):
             return
         key = (call_id, cseq.method.upper())
         self._answered[key] = max(self._answered.get(key, -1), cseq.seq)
+        self._referrals.on_response(response)
         call = self._dialing.get(call_id)
         if key[1] != "INVITE" or call is None or response.status_code < 200:
             return
@@ -520,6 +528,7 @@ class SipAdapter(TelephonyAdapter):
             call_ref=ref,
             send_bye=lambda: self._hangup_inbound(call),
             media_timeout_seconds=self._media_timeout,
+            refer=lambda target: self._refer(call.dialog, call.source_addr, target),
         )
         self._register(ref, connection)
         try:
@@ -528,6 +537,22 @@ class SipAdapter(TelephonyAdapter):
             logger.exception("inbound SIP Call-ID %s: the conversation failed", ref)
         finally:
             await connection.hangup()
+
+    async def _refer(
+        self, dialog: Dialog, remote: tuple[str, int], target: TransferTarget
+    ) -> TransferOutcome:
+        """Cold transfer (``sip_transfer``): a number goes out through the trunk."""
+        trunk = self.trunk
+        uri = refer_to_uri(target, trunk.host if trunk else None, trunk.port if trunk else 5060)
+        if uri is None:
+            return TransferOutcome(False, "there is no trunk to reach that number")
+        if self._uac is None or self._transport is None:
+            return TransferOutcome(False, "the line is closed")
+
+        def resend(request: SipRequest) -> None:
+            self._spawn(self._retransmit(request, remote), f"refer {dialog.call_id}")
+
+        return await self._referrals.refer(self._uac, dialog, remote, uri, target, resend)
 
     def _reject(self, call: IncomingCall, status: int, reason: str) -> None:
         if call.call_id not in self._cancelled_inbound and self._transport is not None:

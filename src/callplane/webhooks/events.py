@@ -29,6 +29,7 @@ EVENT_TYPES = (
     "call.ended",
     "call.cancelled",
     "call.analyzed",
+    "call.transferred",
     "external_call.transcribed",
     "external_call.error",
     "webhook.test",

@@ -232,6 +232,11 @@ class Calls(_Resource):
     def iter(self, page_size: int = 100, **filters: Any) -> Iterator[Call]:
         return self._walk(lambda page: self.list(page=page, page_size=page_size, **filters))
 
+    def screen_pop(self, token: str) -> Call:
+        """The call a transfer handed over, by the ``X-Callplane-Screen-Pop`` token."""
+        path = f"/v1/calls/screen_pop/{_segment(token)}"
+        return self._send(Request("GET", path, _one(Call, "call")))  # type: ignore[no-any-return]
+
     def cancel(self, id: str) -> CancelResult:  # noqa: A002
         return self._send(  # type: ignore[no-any-return]
             Request("POST", f"/v1/calls/{_segment(id)}/cancel", _one(CancelResult))

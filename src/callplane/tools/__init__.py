@@ -1,0 +1,118 @@
+"""The agent's tools (DESIGN §15 "Tools"): what the brain may do during a call besides talk.
+
+A tool is data in the agent's commit (``{"type", "name", "description", ...settings}``) and a
+small class in ``registry.py`` keyed by that ``type``. The brain sees each as an OpenAI function;
+``toolbox.py`` validates a call's arguments against the tool's schema, runs it under a deadline
+and turns every failure into a ``ToolError`` whose text goes back to the brain: a tool never ends
+or breaks a call by failing.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    import httpx
+
+    from callplane.runtime import Runtime
+    from callplane.telephony.base import Connection
+
+
+class ToolError(Exception):
+    """A tool could not do what was asked; the message is what the brain is told."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    #: What the brain is told (JSON-able, or text).
+    output: Any
+    #: The call ends once the agent's current line has been heard, for this reason.
+    end_call: str | None = None
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """A transfer the far end accepted: the call's transfer record (DESIGN §15 "Transfers")."""
+
+    destination: Mapping[str, Any]
+    #: The transfer leg's SIP Call-ID (``handoff_metadata[provider].conversation_id``).
+    leg_call_id: str
+    screen_pop_token: str
+
+
+async def _nothing(*_args: Any) -> None:
+    return None
+
+
+@dataclass
+class ToolContext:
+    """What a tool may reach on one call. The parts a test does not need stay None; a tool that
+    needs a missing part fails with a ``ToolError`` (the brain is told), never the call."""
+
+    connection: Connection
+    #: The call as a function tool's payload names it (DESIGN §15: ``id``, ``direction``,
+    #: ``from_number``, ``to_number``, ``params``, ``external_identifiers``, ``agent_id``,
+    #: ``agent_commit_id``).
+    call: Mapping[str, Any] = field(default_factory=dict)
+    organization_id: int | None = None
+    runtime: Runtime | None = None
+    #: The client function tools post with (webhooks' network rule applies inside it).
+    http: httpx.AsyncClient | None = None
+    #: The agent's ``tools_secret`` (signs function tool requests).
+    tools_secret: str | None = None
+    #: Sets the call's ``cart`` (a function tool's JSON result holding one).
+    set_cart: Callable[[dict[str, Any]], Awaitable[None]] = _nothing
+    #: Records an accepted transfer on the call (``transferred``, token, handoff metadata,
+    #: ``call.transferred``).
+    record_transfer: Callable[[Transfer], Awaitable[None]] = _nothing
+    #: Says a line to the caller (a transfer's ``message``) before the tool goes on.
+    say: Callable[[str], Awaitable[None]] = _nothing
+
+    def need_runtime(self) -> tuple[Runtime, int]:
+        if self.runtime is None or self.organization_id is None:
+            raise ToolError("this tool is not available on this call")
+        return self.runtime, self.organization_id
+
+
+class Tool(abc.ABC):
+    """One configured tool of the agent."""
+
+    #: The config's ``type`` (the registry's key).
+    type: ClassVar[str]
+    #: What the brain reads when the config gives no description.
+    default_description: ClassVar[str] = ""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = config
+        self.name = str(config.get("name") or self.type)
+        self.description = str(config.get("description") or self.default_description)
+
+    @property
+    def timeout_seconds(self) -> float:
+        return 10.0
+
+    @property
+    def speak_while_running(self) -> str | None:
+        """A line said when no result has come within a second."""
+        return None
+
+    @abc.abstractmethod
+    def parameters(self) -> dict[str, Any]:
+        """The JSON Schema object of the arguments."""
+
+    def definition(self) -> dict[str, Any]:
+        """The OpenAI function definition the brain sees."""
+        function: dict[str, Any] = {"name": self.name, "parameters": self.parameters()}
+        if self.description:
+            function["description"] = self.description
+        return {"type": "function", "function": function}
+
+    @abc.abstractmethod
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        """Do it; raise ``ToolError`` to tell the brain why not."""
+
+
+__all__ = ["Tool", "ToolContext", "ToolError", "ToolResult", "Transfer"]

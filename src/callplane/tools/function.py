@@ -1,0 +1,95 @@
+"""``function``: the organization's own HTTP endpoint, called as a signed webhook.
+
+A ``POST`` of ``{"type": "tool.call", "tool", "arguments", "call": {...}}`` signed with the
+agent's ``tools_secret`` (Standard Webhooks, ``webhooks.signing``: a receiver verifies it as it
+verifies webhooks). The client ``ToolContext.http`` enforces webhooks' network rule at connect
+time (``webhooks.network``); redirects are not followed; a 2xx body of at most 16 KB (JSON or
+text) is the result, and a JSON result holding ``cart`` sets the call's cart.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import orjson
+
+from callplane.models.base import utcnow
+from callplane.tools import Tool, ToolContext, ToolError, ToolResult
+from callplane.webhooks.network import BlockedAddress
+from callplane.webhooks.signing import signed_headers
+
+MAX_RESPONSE_BYTES = 16 * 1024
+DEFAULT_TIMEOUT_SECONDS = 10.0
+#: DESIGN §15's range (the API refuses others; an old commit is held to it here).
+MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS = 1.0, 30.0
+
+
+class FunctionTool(Tool):
+    type = "function"
+
+    @property
+    def timeout_seconds(self) -> float:
+        seconds = float(self.config.get("timeout_seconds") or DEFAULT_TIMEOUT_SECONDS)
+        return min(max(seconds, MIN_TIMEOUT_SECONDS), MAX_TIMEOUT_SECONDS)
+
+    @property
+    def speak_while_running(self) -> str | None:
+        line = self.config.get("speak_while_running")
+        return str(line) if line else None
+
+    def parameters(self) -> dict[str, Any]:
+        parameters = self.config.get("parameters")
+        return dict(parameters) if isinstance(parameters, dict) else {"type": "object"}
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        if context.http is None or not context.tools_secret:
+            raise ToolError("function tools are not available on this call")
+        payload = {
+            "type": "tool.call",
+            "tool": self.name,
+            "arguments": arguments,
+            "call": dict(context.call),
+        }
+        body = orjson.dumps(payload, default=str).decode()
+        headers = signed_headers(context.tools_secret, f"tool_{uuid.uuid4().hex}", utcnow(), body)
+        headers["content-type"] = "application/json"
+        request = context.http.build_request(
+            "POST", str(self.config.get("url")), content=body, headers=headers
+        )
+        try:
+            response = await context.http.send(request, stream=True, follow_redirects=False)
+        except httpx.HTTPError as exc:
+            # httpx wraps the guard's refusal (raised inside the connection) in a ConnectError.
+            if isinstance(exc.__cause__, BlockedAddress):
+                raise ToolError("the endpoint's address is not allowed") from None
+            raise ToolError(f"the endpoint could not be reached ({type(exc).__name__})") from None
+        try:
+            if not 200 <= response.status_code < 300:
+                raise ToolError(f"the endpoint answered HTTP {response.status_code}")
+            content = await _capped(response)
+        finally:
+            await response.aclose()
+        return ToolResult(await _result(content, context))
+
+
+async def _capped(response: httpx.Response) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_raw():
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise ToolError(f"the endpoint's answer is larger than {MAX_RESPONSE_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _result(content: bytes, context: ToolContext) -> Any:
+    try:
+        result = orjson.loads(content) if content.strip() else ""
+    except orjson.JSONDecodeError:
+        return content.decode("utf-8", "replace")
+    if isinstance(result, dict) and isinstance(result.get("cart"), dict):
+        await context.set_cart(result["cart"])
+    return result
