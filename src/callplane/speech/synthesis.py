@@ -3,7 +3,8 @@
 espeak-ng is GPL, so callplane never links it: it runs the Debian program (``espeak-ng``, from
 ``scripts/apt-packages.txt``) as a separate process per line, the text on its standard input
 (never on the command line, so no text can become an option), with a timeout. Its 22.05 kHz
-output is resampled here, band-limited, to whatever rate the caller asks (8 kHz for a phone).
+output is resampled, band-limited (``speech.resampling``), to whatever rate the caller asks (8 kHz
+for a phone, 48 kHz for Opus).
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ import operator
 import re
 import shutil
 import subprocess
-import sys
 import wave
 from array import array
 from functools import lru_cache
 from typing import Any
 
 from callplane.speech.base import Synthesizer
+from callplane.speech.resampling import resample_pcm
 
 #: Longer lines are refused: one agent turn, not a book (and a bound on the process's run time).
 MAX_TEXT_CHARS = 4000
@@ -77,13 +78,8 @@ class EspeakSynthesizer(Synthesizer):
             if wav.getnchannels() != 1 or wav.getsampwidth() != 2:
                 raise SynthesisError("espeak-ng produced an unexpected audio format")
             rate = wav.getframerate()
-            samples = array("h", wav.readframes(wav.getnframes()))
-        if sys.byteorder == "big":
-            samples.byteswap()
-        out = resample(samples, rate, sample_rate)
-        if sys.byteorder == "big":
-            out.byteswap()
-        return out.tobytes()
+            pcm = wav.readframes(wav.getnframes())
+        return resample_pcm(pcm, rate, sample_rate)
 
 
 # -- band-limited resampling (windowed sinc, a table of fractional phases) -----------------
