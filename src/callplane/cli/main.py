@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.cli.common import fail, in_transaction, print_json
 from callplane.cli.users import users_app
+from callplane.cli.voices import voices_app
 from callplane.cli.worker import worker
 from callplane.kit.db import Database
 from callplane.migrate import upgrade
@@ -33,6 +34,7 @@ keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 app.add_typer(orgs_app, name="orgs")
 app.add_typer(keys_app, name="keys")
 app.add_typer(users_app, name="users")
+app.add_typer(voices_app, name="voices")
 app.command()(worker)
 
 
