@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from callplane.brain import Brain
 from callplane.engine.aftercall import analyze_call, record_agent_event
+from callplane.engine.endpointing import Endpointing
 from callplane.engine.listening import Listener
 from callplane.engine.speaking import Speaker
 from callplane.engine.turn_loop import Agent, TranscriptLog, TurnLoop
@@ -40,7 +41,9 @@ from callplane.models.calls import Call
 from callplane.runtime import Runtime
 from callplane.settings import Settings
 from callplane.speech.base import Synthesizer, Transcriber
+from callplane.speech.engines import Synthesizers, build_voices
 from callplane.telephony.base import Connection
+from callplane.voices.service import call_voice_engine
 
 if TYPE_CHECKING:
     from callplane.engine.batching import GroupCommit
@@ -54,6 +57,8 @@ class ConversationServices:
 
     runtime: Runtime
     synthesizer: Synthesizer | None = None
+    #: Every voice engine, by name; a call speaks with its voice's (DESIGN §16).
+    voices: Synthesizers | None = None
     transcriber: Transcriber | None = None
     brain: Brain | None = None
     #: The worker's group commit, for the after-call write (set by the engine).
@@ -71,6 +76,7 @@ def build_services(runtime: Runtime) -> ConversationServices:
     services = ConversationServices(
         runtime=runtime,
         synthesizer=_local_synthesizer(),
+        voices=build_voices(settings.voice_engine, settings.piper_voices_dir),
         transcriber=_local_transcriber(settings) if audio else None,
         brain=Brain.from_settings(settings),
     )
@@ -196,10 +202,22 @@ async def hold_conversation(
             services.runtime, context.organization_id, context.call_id, type_, data
         )
 
+    synthesizer = services.synthesizer
+    if services.voices is not None:
+        engine = await call_voice_engine(
+            services.runtime, context.organization_id, context.voice_uuid
+        )
+        synthesizer = services.voices.get(engine)
+        connection.speak_as(synthesizer)
     loop = TurnLoop(
         connection=connection,
-        listener=Listener(connection, transcriber=services.transcriber, hints=context.keyterms),
-        speaker=Speaker(connection, services.synthesizer),
+        listener=Listener(
+            connection,
+            transcriber=services.transcriber,
+            hints=context.keyterms,
+            endpointing=Endpointing.from_settings(services.runtime.settings),
+        ),
+        speaker=Speaker(connection, synthesizer),
         transcript=TranscriptLog(context.transcript, context.elapsed),
         agent=Agent(context.call_prompt, context.first_message, context.agent_speaks_first),
         brain=services.brain,

@@ -120,8 +120,10 @@ class PiperSynthesizer(Synthesizer):
         self._process: subprocess.Popen[bytes] | None = None
         self._said: queue.Queue[str | None] = queue.Queue()
         self._dir = Path(tempfile.mkdtemp(prefix="callplane-piper-"))
-        #: How many processes were started (a restart after a crash counts).
+        #: How many processes were started (a restart after a crash counts), and how many
+        #: lines Piper itself spoke (not the fallback).
         self.starts = 0
+        self.lines = 0
 
     @property
     def pid(self) -> int | None:
@@ -156,6 +158,7 @@ class PiperSynthesizer(Synthesizer):
                 if self.fallback is None:
                     raise
                 return self.fallback.synthesize(text, sample_rate)
+            self.lines += 1
         return resample_pcm(pcm, rate, sample_rate)
 
     def close(self) -> None:

@@ -28,7 +28,10 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from callplane.speech.base import Synthesizer
 
 SAMPLE_RATE = 8000
 SAMPLE_WIDTH = 2
@@ -125,6 +128,11 @@ class Connection(abc.ABC):
 
     async def recording(self) -> Recording | None:
         """The call's audio, after it ended; ``None`` when the network records nothing."""
+        return None
+
+    def speak_as(self, voice: Synthesizer) -> None:
+        """The agent's voice, for a network that renders its text lines as audio itself (the
+        simulated one, in its recording); audio networks ignore it: they carry speech."""
         return None
 
 
