@@ -1,4 +1,5 @@
-"""The README documents every setting and every CLI command (a new one without docs fails)."""
+"""The README (or a page of docs/) documents every setting and every CLI command (a new one
+without docs fails)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pytest
 from callplane.cli.main import app as cli_app
 from callplane.settings import Settings
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+# The README, and the topic pages of docs/ it leads to.
+README = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))])
 
 
 @pytest.mark.parametrize("field", sorted(Settings.model_fields))

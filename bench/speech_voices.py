@@ -1,0 +1,177 @@
+"""Benchmark: Piper vs espeak-ng, smart vs silence endpointing, side by side (DESIGN §16).
+
+    .venv/bin/python bench/speech_voices.py [--parts first,reply,capacity] [--turns 8]
+
+first     time to the first sentence's audio at 8 kHz: Piper's joe voice (its warm process,
+          the worker's setting) and espeak-ng (a process per line), including resampling.
+reply     reply latency of the whole audio turn loop on ``bench/conversation.py``'s caller
+          lines (real time, VAD, end of turn, Whisper tiny.en, the stub brain with no think
+          time, the first sentence synthesised), for each of smart / silence x Piper /
+          espeak-ng. Latency = from the caller's last voiced frame to the reply's first frame.
+capacity  N such conversations at once on one worker process (one Whisper model, one Piper
+          process shared): reply latency p95 as N grows, up to --max-calls.
+
+Prints tables for docs/voices.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from conversation import AGENT_REPLY, CALLER_LINES, PacedCaller, _trim, percentile  # noqa: E402
+from tests.llm_stub import StubLLM  # noqa: E402
+
+from callplane.brain import Brain  # noqa: E402
+from callplane.engine.endpointing import Endpointing  # noqa: E402
+from callplane.engine.listening import Listener  # noqa: E402
+from callplane.engine.speaking import Speaker  # noqa: E402
+from callplane.engine.turn_loop import Agent, TranscriptLog, TurnLoop  # noqa: E402
+from callplane.speech.base import Synthesizer  # noqa: E402
+from callplane.speech.engines import Synthesizers  # noqa: E402
+from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
+from callplane.speech.transcriber import WhisperTranscriber  # noqa: E402
+
+PIPER = "piper:en_US-joe-medium"
+FIRST_SENTENCES = [
+    "Of course, I can do that for you.",
+    "Thanks for calling Acme Dental.",
+    "Friday at nine is free.",
+    "Let me check that for you.",
+]
+
+
+def ms(values: list[float]) -> str:
+    out = [v * 1000 for v in values]
+    p50, p95, mean = percentile(out, 0.5), percentile(out, 0.95), statistics.fmean(out)
+    return f"p50 {p50:5.0f}  p95 {p95:5.0f}  mean {mean:5.0f}"
+
+
+def bench_first(voices: dict[str, Synthesizer], repeats: int) -> None:
+    print("first sentence at 8 kHz (ms):")
+    for name, synth in voices.items():
+        times = []
+        for _ in range(repeats):
+            for sentence in FIRST_SENTENCES:
+                started = time.perf_counter()
+                synth.synthesize(sentence, 8000)
+                times.append(time.perf_counter() - started)
+        print(f"  {name:24} {ms(times)}")
+
+
+async def conversation(
+    lines: list[bytes],
+    transcriber: WhisperTranscriber,
+    synth: Synthesizer,
+    endpointing: Endpointing,
+    base_url: str,
+) -> list[float]:
+    caller = PacedCaller(lines)
+    brain = Brain(base_url)
+    entries: list[dict[str, object]] = []
+    started = time.monotonic()
+
+    async def report(type_: str, data: dict[str, object]) -> None:
+        pass
+
+    loop = TurnLoop(
+        connection=caller,
+        listener=Listener(caller, transcriber=transcriber, endpointing=endpointing),
+        speaker=Speaker(caller, synth),
+        transcript=TranscriptLog(entries, lambda: time.monotonic() - started),
+        agent=Agent(agent_speaks_first=False),
+        brain=brain,
+        report=report,
+    )
+    try:
+        await loop.run()
+    finally:
+        await brain.aclose()
+    return [
+        reply - ended
+        for ended, reply in zip(caller.speech_ended, caller.first_reply_frame, strict=False)
+    ]
+
+
+async def bench_reply(
+    voices: dict[str, Synthesizer], transcriber: WhisperTranscriber, turns: int
+) -> None:
+    espeak = EspeakSynthesizer()
+    lines = [
+        _trim(espeak.synthesize(CALLER_LINES[n % len(CALLER_LINES)], 8000)) for n in range(turns)
+    ]
+    print(f"reply latency, {turns} turns each (ms):")
+    with StubLLM(replies=[AGENT_REPLY]) as stub:
+        for mode in ("smart", "silence"):
+            for name, synth in voices.items():
+                latencies = await conversation(
+                    lines,
+                    transcriber,
+                    synth,
+                    Endpointing(mode=mode),
+                    stub.base_url,  # type: ignore[arg-type]
+                )
+                print(f"  {mode:8} {name:24} {ms(latencies)}")
+
+
+async def bench_capacity(
+    synth: Synthesizer, name: str, transcriber: WhisperTranscriber, turns: int, max_calls: int
+) -> None:
+    espeak = EspeakSynthesizer()
+    lines = [
+        _trim(espeak.synthesize(CALLER_LINES[n % len(CALLER_LINES)], 8000)) for n in range(turns)
+    ]
+    print(f"capacity, smart endpointing, {name}, {turns} turns a call (reply latency, ms):")
+    with StubLLM(replies=[AGENT_REPLY]) as stub:
+        calls = 1
+        while calls <= max_calls:
+            results = await asyncio.gather(
+                *(
+                    conversation(lines, transcriber, synth, Endpointing(), stub.base_url)
+                    for _ in range(calls)
+                )
+            )
+            every = [x for r in results for x in r]
+            verdict = "ok" if percentile(every, 0.95) < 1.2 else "over 1.2 s"
+            print(f"  {calls:2} at once: {ms(every)}  {verdict}")
+            if verdict != "ok":
+                break
+            calls = calls * 2 if calls < 4 else calls + 2
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--parts", default="first,reply,capacity")
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--max-calls", type=int, default=10)
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    registry = Synthesizers("espeak-ng:en-us", None)
+    voices = {PIPER: registry.get(PIPER), "espeak-ng:en-us": registry.get("espeak-ng:en-us")}
+    transcriber = WhisperTranscriber(word_timestamps=False)
+    try:
+        if "first" in parts:
+            bench_first(voices, args.repeats)
+        if "reply" in parts:
+            asyncio.run(bench_reply(voices, transcriber, args.turns))
+        if "capacity" in parts:
+            asyncio.run(
+                bench_capacity(voices[PIPER], PIPER, transcriber, args.turns, args.max_calls)
+            )
+    finally:
+        registry.close()
+
+
+if __name__ == "__main__":
+    main()
