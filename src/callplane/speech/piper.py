@@ -192,7 +192,7 @@ class PiperSynthesizer(Synthesizer):
         process = self._running()
         assert process.stdin is not None
         try:
-            process.stdin.write(text.encode() + b"\n")
+            process.stdin.write(text.encode(errors="replace") + b"\n")
             process.stdin.flush()
         except OSError as exc:
             raise PiperFailed(f"its input is closed: {exc}") from exc

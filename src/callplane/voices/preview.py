@@ -7,8 +7,10 @@ import io
 import unicodedata
 import wave
 
-from callplane.errors import Conflict, InvalidInput
+from callplane.errors import Conflict, InvalidInput, Unavailable
 from callplane.speech.engines import EngineNotInstalled, check_engine, shared_synthesizers
+from callplane.speech.piper import PiperFailed
+from callplane.speech.synthesis import SynthesisError
 from callplane.voices.schemas import Voice
 
 #: DESIGN §16: a preview is a line, not a recording studio.
@@ -37,7 +39,12 @@ async def speak_preview(
     except (ValueError, EngineNotInstalled) as exc:
         raise Conflict(f"This voice cannot be heard here: {exc}") from None
     synthesizer = shared_synthesizers(default_engine, piper_voices_dir).get(engine)
-    pcm = await asyncio.to_thread(synthesizer.synthesize, text, PREVIEW_RATE)
+    try:
+        pcm = await asyncio.to_thread(synthesizer.synthesize, text, PREVIEW_RATE)
+    except (SynthesisError, PiperFailed, OSError) as exc:
+        # The server's speech programs are broken (espeak-ng missing, Piper failing twice):
+        # not the request's fault, and perhaps passing.
+        raise Unavailable(f"Speech synthesis failed: {exc}", retry_after=5) from None
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as wav:
         wav.setnchannels(1)

@@ -78,6 +78,7 @@ async def delete_voice(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTena
         200: {"content": {"audio/wav": {}}, "description": "The text spoken, 8 kHz mono WAV"},
         404: {"description": "Voice not found"},
         409: {"description": "The voice's engine is not installed here"},
+        503: {"description": "This server's speech synthesis is failing"},
     },
 )
 async def preview_voice(
