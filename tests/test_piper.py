@@ -157,3 +157,21 @@ def test_piper_is_never_imported_here() -> None:
 
     assert "piper" not in sys.modules
     assert shutil.which("espeak-ng") is not None  # the fallback is there
+
+
+def test_a_corrupt_voice_rests_and_espeak_speaks_its_lines(tmp_path: Path) -> None:
+    packaged = find_voices(None)[JOE]
+    (tmp_path / "en_US-broken-medium.onnx").write_bytes(b"not a model" * 100)
+    (tmp_path / "en_US-broken-medium.onnx.json").symlink_to(packaged.config)
+    broken = find_voices(str(tmp_path))["en_US-broken-medium"]
+    synthesizer = PiperSynthesizer(broken, fallback=EspeakSynthesizer())
+    try:
+        for _ in range(3):
+            assert rms(_samples(synthesizer.synthesize("Still heard.", 8000))) > 1000
+        starts = synthesizer.starts
+        # Resting: the next lines go straight to espeak-ng, no process started for them.
+        for _ in range(3):
+            assert rms(_samples(synthesizer.synthesize("Still heard.", 8000))) > 1000
+        assert synthesizer.starts == starts and synthesizer.lines == 0
+    finally:
+        synthesizer.close()

