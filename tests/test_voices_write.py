@@ -166,7 +166,7 @@ async def test_delete_a_voice_and_what_a_call_still_needs(app, client):
     cancelled = await client.post(f"/v1/calls/{queued}/cancel", headers=org.headers)
     assert cancelled.status_code == 200, cancelled.text
     deleted = await client.delete(f"/v1/voices/{voice['id']}", headers=org.headers)
-    assert deleted.status_code == 204 and deleted.content == b""
+    assert deleted.status_code == 200 and deleted.json() == {"success": True}
     gone = await client.get(f"/v1/voices/{voice['id']}", headers=org.headers)
     assert gone.status_code == 404
     again = await client.delete(f"/v1/voices/{voice['id']}", headers=org.headers)

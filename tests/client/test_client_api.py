@@ -110,7 +110,7 @@ def test_reads_lists_and_writes(server) -> None:
         assert made.engine == "espeak-ng:en-gb" and made.languages == ["en-GB"]
         with wave.open(io.BytesIO(api.voices.preview(made.id, text="Hello there."))) as heard:
             assert heard.getframerate() == 8000 and heard.getnframes() > 4000
-        assert api.voices.delete(made.id) is None
+        assert api.voices.delete(made.id).success
         with pytest.raises(APIError) as missing:
             api.voices.create("Nobody", "piper:en_US-nobody-high")
         assert missing.value.status_code == 422

@@ -14,7 +14,7 @@ from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 from callplane.voices import service
 from callplane.voices.preview import MAX_PREVIEW_CHARS, preview_text, speak_preview
-from callplane.voices.schemas import Voice, VoiceCreate
+from callplane.voices.schemas import Voice, VoiceCreate, VoiceDeleted
 
 router = family_router(VOICES, tags=["voices"])
 
@@ -57,7 +57,7 @@ async def get_voice(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant)
 
 @router.delete(
     "/voices/{uuid}",
-    status_code=204,
+    response_model=VoiceDeleted,
     summary="Delete a voice",
     responses={
         404: {"description": "Voice not found"},
@@ -67,7 +67,7 @@ async def get_voice(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant)
 async def delete_voice(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
     """Delete a voice no unfinished call uses."""
     await service.delete_voice(session, tenant.organization_id, uuid)
-    return Response(status_code=204)
+    return json_response({"success": True})
 
 
 @router.get(

@@ -37,6 +37,10 @@ class VoiceCreate(BaseModel):
     engine: Annotated[str, StringConstraints(min_length=1, max_length=120)]
 
 
+class VoiceDeleted(BaseModel):
+    success: bool = True
+
+
 class Engine(BaseModel):
     """One speech engine installed on this server (``callplane voices engines``)."""
 

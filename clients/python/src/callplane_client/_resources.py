@@ -148,8 +148,8 @@ class Voices(_Resource):
         )
         return self._send(Request("POST", "/v1/voices", _one(Voice), json=body))  # type: ignore[no-any-return]
 
-    def delete(self, id: str) -> None:  # noqa: A002
-        return self._send(Request("DELETE", f"/v1/voices/{_segment(id)}", lambda _: None))  # type: ignore[no-any-return]
+    def delete(self, id: str) -> Result:  # noqa: A002
+        return self._send(Request("DELETE", f"/v1/voices/{_segment(id)}", _one(Result)))  # type: ignore[no-any-return]
 
     def preview(self, id: str, text: str | None = None) -> bytes:  # noqa: A002
         """The text (or a greeting) spoken in the voice: an 8 kHz mono WAV file."""
