@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import statistics
 import sys
 import time
@@ -38,6 +39,7 @@ from callplane.engine.speaking import Speaker  # noqa: E402
 from callplane.engine.turn_loop import Agent, TranscriptLog, TurnLoop  # noqa: E402
 from callplane.speech.base import Synthesizer  # noqa: E402
 from callplane.speech.engines import Synthesizers  # noqa: E402
+from callplane.speech.piper import PiperSynthesizer  # noqa: E402
 from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
 from callplane.speech.transcriber import WhisperTranscriber  # noqa: E402
 
@@ -56,16 +58,29 @@ def ms(values: list[float]) -> str:
     return f"p50 {p50:5.0f}  p95 {p95:5.0f}  mean {mean:5.0f}"
 
 
+def _cpu_seconds(synth: Synthesizer) -> float:
+    """CPU time of the synthesis so far: Piper's process, or this process's children."""
+    if isinstance(synth, PiperSynthesizer) and synth.pid is not None:
+        fields = Path(f"/proc/{synth.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def bench_first(voices: dict[str, Synthesizer], repeats: int) -> None:
-    print("first sentence at 8 kHz (ms):")
+    """Wall time, and CPU time (which a busy machine does not inflate: on an idle one the wall
+    time of a sentence is about its CPU time over the threads it can use)."""
+    print("first sentence at 8 kHz (ms), wall and CPU:")
     for name, synth in voices.items():
         times = []
+        cpu = _cpu_seconds(synth)
         for _ in range(repeats):
             for sentence in FIRST_SENTENCES:
                 started = time.perf_counter()
                 synth.synthesize(sentence, 8000)
                 times.append(time.perf_counter() - started)
-        print(f"  {name:24} {ms(times)}")
+        cpu_ms = (_cpu_seconds(synth) - cpu) / len(times) * 1000
+        print(f"  {name:24} {ms(times)}  CPU mean {cpu_ms:4.0f}")
 
 
 async def conversation(
