@@ -186,3 +186,18 @@ async def test_other_organizations_voices_cannot_be_heard_or_deleted(app, client
     assert (
         await client.get(f"/v1/voices/{voice['id']}", headers=theirs.headers)
     ).status_code == 200
+
+
+async def test_a_fixture_document_may_name_engines(app, client):
+    from callplane.loader import LoadError
+
+    org = await make_org(app)
+    voice_id = str(uuid.uuid4())
+    # Its form is checked, not that it is installed: a document may come from another server.
+    await load(app, org, {"voices": [{"id": voice_id, "name": "Far", "engine": "piper:xx-far"}]})
+    read = await client.get(f"/v1/voices/{voice_id}", headers=org.headers)
+    assert read.json()["engine"] == "piper:xx-far"
+    unheard = await client.get(f"/v1/voices/{voice_id}/preview", headers=org.headers)
+    assert unheard.status_code == 409 and "not installed" in unheard.json()["error"]
+    with pytest.raises(LoadError, match=r"voices\[0\]"):
+        await load(app, org, {"voices": [{"name": "Bad", "engine": "festival:kal"}]})
