@@ -120,22 +120,23 @@ async def conversation(
 async def bench_reply(
     voices: dict[str, Synthesizer], transcriber: WhisperTranscriber, turns: int
 ) -> None:
+    """The four combinations take turns, two caller lines at a time, so that a machine whose
+    load drifts during the run weighs on each of them alike."""
     espeak = EspeakSynthesizer()
-    lines = [
-        _trim(espeak.synthesize(CALLER_LINES[n % len(CALLER_LINES)], 8000)) for n in range(turns)
-    ]
-    print(f"reply latency, {turns} turns each (ms):")
+    lines = [_trim(espeak.synthesize(line, 8000)) for line in CALLER_LINES]
+    combos = [(mode, name) for mode in ("smart", "silence") for name in voices]
+    latencies: dict[tuple[str, str], list[float]] = {combo: [] for combo in combos}
+    print(f"reply latency, {turns} turns each, interleaved (ms):")
     with StubLLM(replies=[AGENT_REPLY]) as stub:
-        for mode in ("smart", "silence"):
-            for name, synth in voices.items():
-                latencies = await conversation(
-                    lines,
-                    transcriber,
-                    synth,
-                    Endpointing(mode=mode),
-                    stub.base_url,  # type: ignore[arg-type]
+        for start in range(0, turns, 2):
+            pair = [lines[(start + k) % len(lines)] for k in range(min(2, turns - start))]
+            for mode, name in combos:
+                endpointing = Endpointing(mode=mode)  # type: ignore[arg-type]
+                latencies[(mode, name)] += await conversation(
+                    pair, transcriber, voices[name], endpointing, stub.base_url
                 )
-                print(f"  {mode:8} {name:24} {ms(latencies)}")
+    for mode, name in combos:
+        print(f"  {mode:8} {name:24} {ms(latencies[(mode, name)])}")
 
 
 async def bench_capacity(
