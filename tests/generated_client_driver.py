@@ -64,6 +64,9 @@ WEB_OFFER = "\r\n".join(
 SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("list_voices", {}),
     ("get_voice", {"uuid": VOICE}),
+    ("create_voice", {"body": {"name": "Generated", "engine": "espeak-ng:en-us"}}),
+    ("preview_voice", {"uuid": "$voice_id", "text": "Hello."}),
+    ("delete_voice", {"uuid": "$voice_id"}),
     ("list_call_tags", {"page": 1, "page_size": 10}),
     ("create_call_tag", {"body": {"name": "Generated", "color": "#123456"}}),
     ("update_number", {"uuid": NUMBER, "body": {"friendly_name": "Generated line"}}),
@@ -156,7 +159,9 @@ AWAITED = {"list_deliveries": lambda body: bool(body["deliveries"])}
 
 def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
     """Values later calls need, read from the raw JSON of earlier responses."""
-    if operation == "create_external_call":
+    if operation == "create_voice":
+        saved["voice_id"] = body["id"]
+    elif operation == "create_external_call":
         saved["external_call_id"] = body["id"]
     elif operation == "create_call":
         saved["call_id"] = body["call_id"]

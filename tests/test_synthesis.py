@@ -8,7 +8,8 @@ from array import array
 
 import pytest
 
-from callplane.speech.synthesis import EspeakSynthesizer, SynthesisError, resample
+from callplane.speech.resampling import resample
+from callplane.speech.synthesis import EspeakSynthesizer, SynthesisError
 from tests.sipp_peer import rms, tone_power
 
 
@@ -60,7 +61,7 @@ def test_resampling_keeps_the_band_and_removes_what_would_alias() -> None:
 
 
 def test_the_vectorised_resampler_is_the_same_filter_as_the_pure_python_one() -> None:
-    from callplane.speech.synthesis import _kernel, _resample_numpy, _resample_python
+    from callplane.speech.resampling import _kernel, _resample_numpy, _resample_python
 
     pytest.importorskip("numpy")
     rate = 22050

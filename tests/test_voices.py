@@ -41,6 +41,7 @@ async def test_list_voices_ordered_by_name_then_id(app, client):
         "updated_at",
         "description",
         "tags",
+        "engine",
     }
     assert zed["organization_id"] == org.id
     assert zed["languages"] == ["en-US"] and zed["tags"] == ["calm"]

@@ -79,6 +79,23 @@ class Settings(BaseSettings):
     webhook_timeout_seconds: float = Field(default=15.0, gt=0)
     webhook_retry_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
     webhook_allow_private_networks: bool = False
+    # Voices and end of turn (issue 28, DESIGN §16); see docs/voices.md.
+    #: The engine of calls whose voice names none ("espeak-ng:en-us", "piper:en_US-joe-medium").
+    voice_engine: str = "espeak-ng:en-us"
+    #: A directory of Piper voices (<name>.onnx + <name>.onnx.json), besides installed packages.
+    piper_voices_dir: str | None = None
+    endpointing: Literal["smart", "silence"] = "smart"
+    end_of_turn_ms_complete: int = Field(default=200, ge=100, le=5000)
+    end_of_turn_ms_incomplete: int = Field(default=800, ge=100, le=5000)
+    end_of_turn_ms_number: int = Field(default=600, ge=100, le=5000)
+
+    @field_validator("voice_engine")
+    @classmethod
+    def _check_voice_engine(cls, value: str) -> str:
+        from callplane.speech.engines import parse_engine
+
+        parse_engine(value)  # its ValueError says what an engine name looks like
+        return value
 
     # Retention (issue 23): call events and webhook deliveries older than this are purged.
     retention_days: int = Field(default=90, ge=1)
@@ -134,6 +151,7 @@ class Settings(BaseSettings):
         "sip_advertise",
         "metrics_token",
         "metrics_listen",
+        "piper_voices_dir",
         mode="before",
     )
     @classmethod

@@ -24,6 +24,9 @@ EXTERNAL_CALL = "7a1e0c55-3b2d-4e8f-9c10-5d6e7f8a9b01"
 METHODS = {
     "list_voices": "voices.list",
     "get_voice": "voices.get",
+    "create_voice": "voices.create",
+    "delete_voice": "voices.delete",
+    "preview_voice": "voices.preview",
     "list_call_tags": "call_tags.list",
     "create_call_tag": "call_tags.create",
     "update_number": "numbers.update",
@@ -131,6 +134,14 @@ def test_reads_lists_and_writes(server) -> None:
         voices = api.voices.list()
         assert isinstance(voices[0], Voice) and [v.name for v in voices][0] == "Aria"
         assert api.voices.get(VOICE).languages == ["en-US", "es-US"]
+        made = api.voices.create("Eve", "espeak-ng:en-gb", languages=["en-GB"], tags=["uk"])
+        assert made.engine == "espeak-ng:en-gb" and made.languages == ["en-GB"]
+        with wave.open(io.BytesIO(api.voices.preview(made.id, text="Hello there."))) as heard:
+            assert heard.getframerate() == 8000 and heard.getnframes() > 4000
+        assert api.voices.delete(made.id).success
+        with pytest.raises(APIError) as missing:
+            api.voices.create("Nobody", "piper:en_US-nobody-high")
+        assert missing.value.status_code == 422
 
         tags = api.call_tags.list(page=1, page_size=2)
         assert isinstance(tags, Page) and tags.total_count == 3 and len(tags.items) == 2

@@ -20,6 +20,7 @@ from callplane.cli.common import fail, in_transaction, print_json
 from callplane.cli.doctor import doctor
 from callplane.cli.sip import sip_app
 from callplane.cli.users import users_app
+from callplane.cli.voices import voices_app
 from callplane.cli.worker import worker
 from callplane.kit.db import Database
 from callplane.migrate import upgrade
@@ -38,6 +39,7 @@ app.add_typer(orgs_app, name="orgs")
 app.add_typer(keys_app, name="keys")
 app.add_typer(users_app, name="users")
 app.add_typer(sip_app, name="sip")
+app.add_typer(voices_app, name="voices")
 app.command()(worker)
 app.command()(doctor)
 

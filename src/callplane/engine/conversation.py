@@ -38,6 +38,7 @@ from callplane.engine.agent import (
     no_agent_commit,
     resolve_agent_spec,
 )
+from callplane.engine.endpointing import Endpointing
 from callplane.engine.listening import Listener
 from callplane.engine.providers import Providers
 from callplane.engine.speaking import Speaker
@@ -48,6 +49,7 @@ from callplane.models.calls import Call
 from callplane.runtime import Runtime
 from callplane.telephony.base import Connection
 from callplane.tools import ToolContext, Transfer
+from callplane.voices.service import call_voice_engine
 from callplane.webhooks.network import webhook_transport
 
 log = logging.getLogger("callplane.engine.conversation")
@@ -210,10 +212,20 @@ async def hold_conversation(
         set_cart=cart,
         record_transfer=transferred,
     )
+    # The call's voice speaks every agent line (DESIGN §16): its Voice's engine, else an
+    # espeak-ng voice for the agent's language, else the server's default.
+    engine = await call_voice_engine(runtime, organization_id, spec.voice_id)
+    synthesizer = providers.synthesizer(engine or voice_of(spec))
+    connection.speak_as(synthesizer)
     loop = TurnLoop(
         connection=connection,
-        listener=Listener(connection, transcriber=providers.transcriber, hints=spec.keyterms),
-        speaker=Speaker(connection, providers.synthesizer(voice_of(spec))),
+        listener=Listener(
+            connection,
+            transcriber=providers.transcriber,
+            hints=spec.keyterms,
+            endpointing=Endpointing.from_settings(runtime.settings),
+        ),
+        speaker=Speaker(connection, synthesizer),
         transcript=TranscriptLog(context.transcript, context.elapsed),
         spec=spec,
         brain=providers.brain,

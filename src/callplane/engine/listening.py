@@ -5,7 +5,8 @@ starting to speak is reported at once (``CallerSpeaking``: the turn loop's barge
 their turn is recognised off the event loop and reported as ``CallerSaid``. Recognition starts
 at the first pause (``SpeechPaused``), while the end of the turn is still being waited for: when
 the turn does end there, its text is ready sooner; when the caller goes on, the guess is
-dropped. A line that stops
+dropped. That guess's text also decides how long the silence must last (``endpointing``:
+a finished sentence ends the turn sooner than a trailing "my number is"). A line that stops
 sending audio is heard as silence, so a turn still ends when the far end goes quiet by sending
 nothing. Text (the simulated network): each ``TextFrame`` is a whole caller turn.
 
@@ -22,6 +23,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
+from callplane.engine.endpointing import Endpointing
 from callplane.observability.metrics import observe_recognition
 from callplane.speech.base import Transcriber
 from callplane.speech.vad import SpeechPaused, SpeechStarted, TurnDetector, TurnEnded
@@ -65,12 +67,22 @@ class Listener:
         *,
         transcriber: Transcriber | None,
         hints: Sequence[str] = (),
-        detector: Callable[[], TurnDetector] = TurnDetector,
+        detector: Callable[[], TurnDetector] | None = None,
+        endpointing: Endpointing | None = None,
     ) -> None:
         self._connection = connection
         self._transcriber = transcriber
         self._hints = tuple(hints)
-        self._detector = detector
+        # A detector given without a policy keeps its own fixed end of turn (tests script it).
+        if endpointing is None and detector is None:
+            endpointing = Endpointing()
+        self._endpointing = endpointing
+        self._detector = detector or self._policy_detector
+
+    def _policy_detector(self) -> TurnDetector:
+        assert self._endpointing is not None
+        policy = self._endpointing
+        return TurnDetector(pause_ms=policy.pause_ms, end_silence_ms=policy.longest_ms)
 
     async def events(self) -> AsyncIterator[CallerEvent]:
         if self._connection.media == "text":
@@ -106,6 +118,8 @@ class Listener:
         speech_started = time.monotonic()
         guess: asyncio.Task[str] | None = None
         guessed_audio = b""
+        #: The pause's guess whose text still has to set how long this turn waits.
+        deciding: asyncio.Task[str] | None = None
         delivered: asyncio.Task[None] | None = None
         try:
             while True:
@@ -118,6 +132,9 @@ class Listener:
                     pcm = bytes(int(GAP_SECONDS * SAMPLE_RATE) * SAMPLE_WIDTH)
                 if pcm is None:
                     break
+                if deciding is not None and deciding.done():
+                    self._decide(detector, deciding)
+                    deciding = None
                 for event in detector.push(pcm):
                     if isinstance(event, SpeechStarted):
                         speech_started = time.monotonic()
@@ -125,7 +142,14 @@ class Listener:
                     elif isinstance(event, SpeechPaused):
                         guess = asyncio.create_task(self._recognise(event.audio))
                         guessed_audio = event.audio
+                        if self._endpointing is not None:
+                            # Until this pause's text is known, the longest wait holds.
+                            detector.end_after(self._endpointing.longest_ms)
+                            deciding = guess
                     elif isinstance(event, TurnEnded):
+                        if self._endpointing is not None:
+                            detector.end_after(self._endpointing.longest_ms)
+                            deciding = None
                         # The last pause's guess is the turn's text only if it heard this very
                         # audio: the caller may have spoken again after it, and a turn cut at
                         # its longest may end mid-word after an earlier pause.
@@ -143,6 +167,13 @@ class Listener:
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
             out.put_nowait(None)
+
+    def _decide(self, detector: TurnDetector, guess: asyncio.Task[str]) -> None:
+        """The pause's text sets the turn's wait, if the caller has stayed silent since: had
+        they spoken again, a later pause brings its own guess."""
+        assert self._endpointing is not None
+        if detector.silent_ms >= self._endpointing.pause_ms and not guess.cancelled():
+            detector.end_after(self._endpointing.wait_ms(guess.result()))
 
     async def _pump(self, inbox: asyncio.Queue[bytes | None]) -> None:
         try:

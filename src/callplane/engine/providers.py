@@ -1,44 +1,42 @@
 """A worker's providers, built once per process: the transcriber (live recognition), the
-synthesizers (one per voice, on first use) and the brain. The conversation asks this, and only
-this, for them; ``build_providers`` is the one place that knows which implementations exist.
+voices (one synthesizer per engine, on first use: ``speech.engines``) and the brain. The
+conversation asks this, and only this, for them; ``build_providers`` is the one place that
+knows which implementations exist.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from callplane.brain import Brain, build_brain
 from callplane.settings import Settings
 from callplane.speech.base import Synthesizer, Transcriber
+from callplane.speech.engines import Synthesizers, build_voices
 
 log = logging.getLogger("callplane.engine.providers")
-
-#: The voice of a call that names none (``engine:name``, as a Voice's ``engine``).
-DEFAULT_VOICE = "espeak-ng:en-us"
 
 
 @dataclass
 class Providers:
     transcriber: Transcriber | None = None
     brain: Brain | None = None
-    #: The synthesizer of every voice asked for so far (None: that voice cannot speak here).
-    synthesizers: dict[str, Synthesizer | None] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Every voice engine, by name (DESIGN §16), shared with the API's previews; None: this
+    #: machine cannot speak (no espeak-ng).
+    voices: Synthesizers | None = None
 
-    def synthesizer(self, voice: str | None = None) -> Synthesizer | None:
-        """The synthesizer of ``voice`` (``"espeak-ng:en-us"``), built on first use; a voice
-        this machine cannot speak falls back to the default one."""
-        voice = voice or DEFAULT_VOICE
-        with self._lock:
-            if voice not in self.synthesizers:
-                self.synthesizers[voice] = _synthesizer(voice)
-            found = self.synthesizers[voice]
-        if found is None and voice != DEFAULT_VOICE:
-            return self.synthesizer(DEFAULT_VOICE)
-        return found
+    def synthesizer(self, engine: str | None = None) -> Synthesizer | None:
+        """The synthesizer of ``engine`` (``"piper:en_US-joe-medium"``; None: the server's
+        default, CALLPLANE_VOICE_ENGINE); an engine not installed here speaks with espeak-ng.
+        None when nothing can speak: the agent is not heard, its lines are still transcribed."""
+        if self.voices is None:
+            return None
+        try:
+            return self.voices.get(engine)
+        except Exception:
+            log.warning("speech synthesis unavailable for %s", engine, exc_info=True)
+            return None
 
     async def aclose(self) -> None:
         if self.brain is not None:
@@ -51,8 +49,8 @@ def build_providers(settings: Settings) -> Providers:
     providers = Providers(
         transcriber=_live_transcriber(settings) if audio else None,
         brain=build_brain(settings),
+        voices=_voices(settings),
     )
-    providers.synthesizer()  # fails now, in the log, rather than on the first call
     # Everything loaded so far (the app, SQLAlchemy, the models) lives as long as the process:
     # out of the collector's sight, a full collection stops being a ~200 ms pause of every call
     # on the worker (measured here with the app loaded: 195 ms before, well under 1 ms after).
@@ -67,23 +65,14 @@ def build_providers(settings: Settings) -> Providers:
 _frozen = False
 
 
-def _synthesizer(voice: str) -> Synthesizer | None:
-    """Local text-to-speech through ``speech.synthesis``'s public builders; without it the
-    agent cannot be heard (it still listens, and its lines are still in the transcript)."""
-    engine, _, name = voice.partition(":")
+def _voices(settings: Settings) -> Synthesizers | None:
+    """The voices, with the default one ready now (a Piper model loads in about a second), so
+    a failure shows in the log at start rather than on the first call."""
     try:
-        from callplane.speech.synthesis import EspeakSynthesizer, build_synthesizer
-
-        if voice == DEFAULT_VOICE:
-            return build_synthesizer()
-        if engine == "espeak-ng" and name:
-            build_synthesizer()  # the same check: espeak-ng is installed
-            return EspeakSynthesizer(voice=name)
+        return build_voices(settings.voice_engine, settings.piper_voices_dir)
     except Exception:
-        log.warning("speech synthesis unavailable for %s", voice, exc_info=True)
+        log.warning("speech synthesis unavailable: the agent will not be heard", exc_info=True)
         return None
-    log.warning("no synthesizer for %s here; the default voice speaks instead", voice)
-    return None
 
 
 def _live_transcriber(settings: Settings) -> Transcriber | None:

@@ -24,5 +24,7 @@ class Voice(Base):
     languages: Mapped[list[str]] = mapped_column(default=list)
     description: Mapped[str | None] = mapped_column(Text, default=None)
     tags: Mapped[list[str]] = mapped_column(default=list)
+    #: "espeak-ng:en-us", "piper:en_US-joe-medium" (DESIGN §16); NULL: the server's default.
+    engine: Mapped[str | None] = mapped_column(String(120), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

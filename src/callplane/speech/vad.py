@@ -142,6 +142,16 @@ class TurnDetector:
     def speaking(self) -> bool:
         return self._speaking
 
+    @property
+    def silent_ms(self) -> int:
+        """How long the caller has been silent within the current turn."""
+        return self._silent_frames * FRAME_MS if self._speaking else 0
+
+    def end_after(self, silence_ms: int) -> None:
+        """From now on, this much silence ends the turn (smart endpointing decides it from what
+        was said; a silence already that long ends the turn at the next frame)."""
+        self._end_frames = max(1, silence_ms // FRAME_MS)
+
     def push(self, pcm: bytes) -> list[TurnEvent]:
         self._pending += pcm
         events: list[TurnEvent] = []

@@ -28,7 +28,10 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from callplane.speech.base import Synthesizer
 
 SAMPLE_RATE = 8000
 SAMPLE_WIDTH = 2
@@ -173,6 +176,11 @@ class Connection(abc.ABC):
         """Hand the far end to ``target``; the outcome says whether it was accepted (the
         agent's leg then ends) or why not (the conversation goes on)."""
         raise TelephonyFeatureMissing("this phone network cannot transfer calls")
+
+    def speak_as(self, voice: Synthesizer | None) -> None:
+        """The agent's voice, for a network that renders its text lines as audio itself (the
+        simulated one, in its recording); audio networks ignore it: they carry speech."""
+        return None
 
 
 ConversationRunner = Callable[[Connection], Awaitable[None]]

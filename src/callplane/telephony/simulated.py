@@ -8,8 +8,10 @@ The far end is chosen by the last four digits of the number dialled:
 
 An answered call ends from the far end after ``call_seconds``. Media is text
 (``TextFrame``): the engine's conversation runs unchanged, without speech recognition or
-synthesis. The recording of a simulated call is a two-channel WAV of silence as long as the
-call (there is no audio on a text network; it still goes to storage like a real recording).
+synthesis. The recording holds what was said, as a phone call's does (DESIGN §16): once the
+call is over, each line is spoken — the agent's in its voice (``speak_as``) on channel 0, the
+person's in espeak-ng on channel 1 — at the moment it was said, or just after the line before
+it ends (text arrives faster than speech), so a demo call can be listened to.
 ``script`` makes the person talk back: after "Hello?", each line the agent plays is
 answered with the next line of the script, while lines remain (CALLPLANE_SIMULATED_SCRIPT).
 
@@ -22,10 +24,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 
+from callplane.speech.base import Synthesizer
+from callplane.speech.synthesis import EspeakSynthesizer
 from callplane.telephony.base import (
     SAMPLE_RATE,
     SAMPLE_WIDTH,
@@ -47,15 +52,23 @@ from callplane.telephony.recording import stereo_wav
 
 log = logging.getLogger("callplane.telephony.simulated")
 
-#: A simulated recording is silence; past this it is cut (a long demo call stays small).
+#: Past this a simulated recording is cut (a long demo call stays small).
 MAX_RECORDING_SECONDS = 600
+BYTES_PER_SECOND = SAMPLE_RATE * SAMPLE_WIDTH
+#: Channels of the recording (``telephony.recording``), and the pause between two lines.
+AGENT, PERSON = 0, 1
+LINE_GAP_SECONDS = 0.4
 GREETING = "Hello?"
 VOICEMAIL_GREETING = "You have reached voicemail. Please leave a message after the tone."
 
 
 class SimulatedConnection(Connection):
     def __init__(
-        self, answered_by: AnsweredBy, call_seconds: float, script: Sequence[str] = ()
+        self,
+        answered_by: AnsweredBy,
+        call_seconds: float,
+        script: Sequence[str] = (),
+        person_voice: Synthesizer | None = None,
     ) -> None:
         super().__init__(media="text", answered_by=answered_by)
         self._incoming: asyncio.Queue[Frame | None] = asyncio.Queue()
@@ -63,10 +76,12 @@ class SimulatedConnection(Connection):
         self._script = list(script) if answered_by == "human" else []
         #: Everything the agent played, in order (for tests and logs).
         self.played: list[Frame] = []
-        self._incoming.put_nowait(
-            TextFrame(GREETING if answered_by == "human" else VOICEMAIL_GREETING)
-        )
         self._answered = time.monotonic()
+        self._person_voice = person_voice
+        self._agent_voice: Synthesizer | None = None
+        #: (seconds into the call, channel, text) of every line either side said.
+        self._lines: list[tuple[float, int, str]] = []
+        self._say(GREETING if answered_by == "human" else VOICEMAIL_GREETING)
         self._length = 0.0
         self._timer = asyncio.get_running_loop().call_later(call_seconds, self._end, "remote")
 
@@ -90,8 +105,17 @@ class SimulatedConnection(Connection):
         if self._ended.is_set():
             return
         self.played.append(frame)
+        if isinstance(frame, TextFrame):
+            self._lines.append((time.monotonic() - self._answered, AGENT, frame.text))
         if self._script:
-            self._incoming.put_nowait(TextFrame(self._script.pop(0)))
+            self._say(self._script.pop(0))
+
+    def _say(self, text: str) -> None:
+        self._lines.append((time.monotonic() - self._answered, PERSON, text))
+        self._incoming.put_nowait(TextFrame(text))
+
+    def speak_as(self, voice: Synthesizer | None) -> None:
+        self._agent_voice = voice
 
     async def interrupt(self) -> None:
         """Nothing is queued: a text line is played whole at once."""
@@ -103,12 +127,6 @@ class SimulatedConnection(Connection):
         await self._ended.wait()
         assert self.ended_by is not None
         return self.ended_by
-
-    async def recording(self) -> Recording | None:
-        if not self._ended.is_set() or self._length <= 0:
-            return None
-        silence = bytes(int(self._length * SAMPLE_RATE) * SAMPLE_WIDTH)
-        return Recording("audio/wav", stereo_wav(silence, silence), self._length)
 
     # Tools (DESIGN §15): every transfer is accepted but to numbers ending in 0005 (busy), and
     # what the agent pressed is kept, so tools are testable without SIP.
@@ -128,6 +146,47 @@ class SimulatedConnection(Connection):
         # after a SIP transfer's NOTIFY 200).
         return TransferOutcome(True, leg_call_id=f"simulated-{uuid.uuid4().hex}")
 
+    async def recording(self) -> Recording | None:
+        if not self._ended.is_set() or self._length <= 0:
+            return None
+        agent, person = await asyncio.to_thread(self._render)
+        return Recording("audio/wav", stereo_wav(agent, person), len(agent) / BYTES_PER_SECOND)
+
+    def _render(self) -> tuple[bytes, bytes]:
+        """Both channels, each line spoken where it was said (blocking: synthesis)."""
+        tracks = [bytearray(), bytearray()]
+        voices = [self._agent_voice or self._person_voice, self._person_voice]
+        limit = MAX_RECORDING_SECONDS * BYTES_PER_SECOND
+        cursor = 0
+        for at, channel, text in self._lines:
+            pcm = _speak(voices[channel], text)
+            after_previous = cursor + _byte_offset(LINE_GAP_SECONDS) if cursor else 0
+            start = max(_byte_offset(at), after_previous)
+            if start >= limit:
+                break
+            track = tracks[channel]
+            track += bytes(max(0, start - len(track)))
+            track[start : start + len(pcm)] = pcm
+            cursor = start + len(pcm)
+        length = min(max(_byte_offset(self._length), cursor), limit)
+        agent, person = (bytes(t[:length]).ljust(length, b"\0") for t in tracks)
+        return agent, person
+
+
+def _byte_offset(seconds: float) -> int:
+    return int(seconds * SAMPLE_RATE) * SAMPLE_WIDTH
+
+
+def _speak(voice: Synthesizer | None, text: str) -> bytes:
+    if voice is None:
+        return b""
+    try:
+        return voice.synthesize(text, SAMPLE_RATE)
+    except Exception:
+        # A line that cannot be spoken is silence in the recording; the call is still whole.
+        log.warning("simulated recording: a line could not be spoken", exc_info=True)
+        return b""
+
 
 def outcome_of(number: str) -> str:
     """``busy``, ``no_answer``, ``failed``, ``voicemail`` or ``human`` for a dialled number."""
@@ -138,9 +197,15 @@ def outcome_of(number: str) -> str:
 
 
 class SimulatedTelephony(TelephonyAdapter):
-    def __init__(self, call_seconds: float, script: Sequence[str] = ()) -> None:
+    def __init__(
+        self, call_seconds: float, script: Sequence[str] = (), *, speak: bool = True
+    ) -> None:
         self.call_seconds = call_seconds
         self.script = tuple(script)
+        #: The simulated person's voice in recordings (none without espeak-ng: silence).
+        self.person_voice: Synthesizer | None = (
+            EspeakSynthesizer() if speak and shutil.which("espeak-ng") else None
+        )
         self._route_inbound: InboundRouter | None = None
         self._inbound: set[asyncio.Task[None]] = set()
         #: Every number dialled, in order (tests count dial attempts with it).
@@ -162,7 +227,7 @@ class SimulatedTelephony(TelephonyAdapter):
         if outcome == "failed":
             raise DialFailed("failed", "503 Service Unavailable (simulated)")
         answered_by: AnsweredBy = "voicemail" if outcome == "voicemail" else "human"
-        return SimulatedConnection(answered_by, self.call_seconds, self.script)
+        return SimulatedConnection(answered_by, self.call_seconds, self.script, self.person_voice)
 
     async def ring(self, offer: InboundOffer) -> bool:
         """Simulate an inbound call: False when refused (SIP would answer 404), else the call is
@@ -172,7 +237,7 @@ class SimulatedTelephony(TelephonyAdapter):
         runner = await self._route_inbound(offer)
         if runner is None:
             return False
-        connection = SimulatedConnection("human", self.call_seconds, self.script)
+        connection = SimulatedConnection("human", self.call_seconds, self.script, self.person_voice)
 
         async def hold() -> None:
             try:

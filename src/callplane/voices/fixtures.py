@@ -6,11 +6,12 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from callplane.fixtures import LoadContext, parse_items, section
 from callplane.models.base import utcnow
 from callplane.models.voices import Voice
+from callplane.speech.engines import parse_engine
 
 
 class VoiceItem(BaseModel):
@@ -22,6 +23,15 @@ class VoiceItem(BaseModel):
     description: str | None = None
     tags: list[str] = []
     created_at: datetime | None = None
+    engine: str | None = Field(default=None, max_length=120)
+
+    @field_validator("engine")
+    @classmethod
+    def _engine_name(cls, value: str | None) -> str | None:
+        # Its form only: a document may be loaded on a server with other voices installed.
+        if value is not None:
+            parse_engine(value)
+        return value
 
 
 @section("voices")
@@ -34,6 +44,7 @@ async def load_voices(context: LoadContext, items: list[Any]) -> list[Any]:
             languages=item.languages,
             description=item.description,
             tags=item.tags,
+            engine=item.engine,
             created_at=item.created_at or utcnow(),
             updated_at=item.created_at or utcnow(),
         )

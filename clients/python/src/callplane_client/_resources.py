@@ -128,6 +128,35 @@ class Voices(_Resource):
     def get(self, id: str) -> Voice:  # noqa: A002
         return self._send(Request("GET", f"/v1/voices/{_segment(id)}", _one(Voice)))  # type: ignore[no-any-return]
 
+    def create(
+        self,
+        name: str,
+        engine: str,
+        *,
+        languages: Sequence[str] | None = None,
+        description: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> Voice:
+        body = _drop_none(
+            {
+                "name": name,
+                "engine": engine,
+                "languages": list(languages) if languages is not None else None,
+                "description": description,
+                "tags": list(tags) if tags is not None else None,
+            }
+        )
+        return self._send(Request("POST", "/v1/voices", _one(Voice), json=body))  # type: ignore[no-any-return]
+
+    def delete(self, id: str) -> Result:  # noqa: A002
+        return self._send(Request("DELETE", f"/v1/voices/{_segment(id)}", _one(Result)))  # type: ignore[no-any-return]
+
+    def preview(self, id: str, text: str | None = None) -> bytes:  # noqa: A002
+        """The text (or a greeting) spoken in the voice: an 8 kHz mono WAV file."""
+        params = _drop_none({"text": text})
+        path = f"/v1/voices/{_segment(id)}/preview"
+        return self._send(Request("GET", path, lambda r: r.content, params))  # type: ignore[no-any-return]
+
 
 class CallTags(_Resource):
     def list(self, page: int = 1, page_size: int = 20) -> Page[CallTag]:

@@ -107,6 +107,8 @@ class Voice(Model):
     tags: list[str] | None
     created_at: str
     updated_at: str
+    #: "espeak-ng:en-us", "piper:en_US-joe-medium"; None: the server's default.
+    engine: str | None
 
 
 class AgentRef(Model):

@@ -5,7 +5,7 @@ the rows older than the cutoff across every organization: without these indexes 
 would scan the whole table.
 
 Revision ID: 0014
-Revises: 0011
+Revises: 0012
 """
 
 from collections.abc import Sequence
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0014"
-down_revision: str | None = "0011"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

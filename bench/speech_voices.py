@@ -1,0 +1,193 @@
+"""Benchmark: Piper vs espeak-ng, smart vs silence endpointing, side by side (DESIGN §16).
+
+    .venv/bin/python bench/speech_voices.py [--parts first,reply,capacity] [--turns 8]
+
+first     time to the first sentence's audio at 8 kHz: Piper's joe voice (its warm process,
+          the worker's setting) and espeak-ng (a process per line), including resampling.
+reply     reply latency of the whole audio turn loop on ``bench/conversation.py``'s caller
+          lines (real time, VAD, end of turn, Whisper tiny.en, the stub brain with no think
+          time, the first sentence synthesised), for each of smart / silence x Piper /
+          espeak-ng. Latency = from the caller's last voiced frame to the reply's first frame.
+capacity  N such conversations at once on one worker process (one Whisper model, one Piper
+          process shared): reply latency p95 as N grows, up to --max-calls.
+
+Prints tables for docs/voices.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from conversation import AGENT_REPLY, CALLER_LINES, PacedCaller, _trim, percentile  # noqa: E402
+from tests.llm_stub import StubLLM  # noqa: E402
+
+from callplane.brain import Brain  # noqa: E402
+from callplane.engine.endpointing import Endpointing  # noqa: E402
+from callplane.engine.listening import Listener  # noqa: E402
+from callplane.engine.speaking import Speaker  # noqa: E402
+from callplane.engine.turn_loop import Agent, TranscriptLog, TurnLoop  # noqa: E402
+from callplane.speech.base import Synthesizer  # noqa: E402
+from callplane.speech.engines import Synthesizers  # noqa: E402
+from callplane.speech.piper import PiperSynthesizer  # noqa: E402
+from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
+from callplane.speech.transcriber import WhisperTranscriber  # noqa: E402
+
+PIPER = "piper:en_US-joe-medium"
+FIRST_SENTENCES = [
+    "Of course, I can do that for you.",
+    "Thanks for calling Acme Dental.",
+    "Friday at nine is free.",
+    "Let me check that for you.",
+]
+
+
+def ms(values: list[float]) -> str:
+    out = [v * 1000 for v in values]
+    p50, p95, mean = percentile(out, 0.5), percentile(out, 0.95), statistics.fmean(out)
+    return f"p50 {p50:5.0f}  p95 {p95:5.0f}  mean {mean:5.0f}"
+
+
+def _cpu_seconds(synth: Synthesizer) -> float:
+    """CPU time of the synthesis so far: Piper's process, or this process's children."""
+    if isinstance(synth, PiperSynthesizer) and synth.pid is not None:
+        fields = Path(f"/proc/{synth.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def bench_first(voices: dict[str, Synthesizer], repeats: int) -> None:
+    """Wall time, and CPU time (which a busy machine does not inflate: on an idle one the wall
+    time of a sentence is about its CPU time over the threads it can use)."""
+    print("first sentence at 8 kHz (ms), wall and CPU:")
+    for name, synth in voices.items():
+        times = []
+        cpu = _cpu_seconds(synth)
+        for _ in range(repeats):
+            for sentence in FIRST_SENTENCES:
+                started = time.perf_counter()
+                synth.synthesize(sentence, 8000)
+                times.append(time.perf_counter() - started)
+        cpu_ms = (_cpu_seconds(synth) - cpu) / len(times) * 1000
+        print(f"  {name:24} {ms(times)}  CPU mean {cpu_ms:4.0f}")
+
+
+async def conversation(
+    lines: list[bytes],
+    transcriber: WhisperTranscriber,
+    synth: Synthesizer,
+    endpointing: Endpointing,
+    base_url: str,
+) -> list[float]:
+    caller = PacedCaller(lines)
+    brain = Brain(base_url)
+    entries: list[dict[str, object]] = []
+    started = time.monotonic()
+
+    async def report(type_: str, data: dict[str, object]) -> None:
+        pass
+
+    loop = TurnLoop(
+        connection=caller,
+        listener=Listener(caller, transcriber=transcriber, endpointing=endpointing),
+        speaker=Speaker(caller, synth),
+        transcript=TranscriptLog(entries, lambda: time.monotonic() - started),
+        agent=Agent(agent_speaks_first=False),
+        brain=brain,
+        report=report,
+    )
+    try:
+        await loop.run()
+    finally:
+        await brain.aclose()
+    return [
+        reply - ended
+        for ended, reply in zip(caller.speech_ended, caller.first_reply_frame, strict=False)
+    ]
+
+
+async def bench_reply(
+    voices: dict[str, Synthesizer], transcriber: WhisperTranscriber, turns: int
+) -> None:
+    """The four combinations take turns, two caller lines at a time, so that a machine whose
+    load drifts during the run weighs on each of them alike."""
+    espeak = EspeakSynthesizer()
+    lines = [_trim(espeak.synthesize(line, 8000)) for line in CALLER_LINES]
+    combos = [(mode, name) for mode in ("smart", "silence") for name in voices]
+    latencies: dict[tuple[str, str], list[float]] = {combo: [] for combo in combos}
+    print(f"reply latency, {turns} turns each, interleaved (ms):")
+    with StubLLM(replies=[AGENT_REPLY]) as stub:
+        for start in range(0, turns, 2):
+            pair = [lines[(start + k) % len(lines)] for k in range(min(2, turns - start))]
+            for mode, name in combos:
+                endpointing = Endpointing(mode=mode)  # type: ignore[arg-type]
+                latencies[(mode, name)] += await conversation(
+                    pair, transcriber, voices[name], endpointing, stub.base_url
+                )
+    for mode, name in combos:
+        print(f"  {mode:8} {name:24} {ms(latencies[(mode, name)])}")
+
+
+async def bench_capacity(
+    synth: Synthesizer, name: str, transcriber: WhisperTranscriber, turns: int, max_calls: int
+) -> None:
+    espeak = EspeakSynthesizer()
+    lines = [
+        _trim(espeak.synthesize(CALLER_LINES[n % len(CALLER_LINES)], 8000)) for n in range(turns)
+    ]
+    print(f"capacity, smart endpointing, {name}, {turns} turns a call (reply latency, ms):")
+    with StubLLM(replies=[AGENT_REPLY]) as stub:
+        calls = 1
+        while calls <= max_calls:
+            results = await asyncio.gather(
+                *(
+                    conversation(lines, transcriber, synth, Endpointing(), stub.base_url)
+                    for _ in range(calls)
+                )
+            )
+            every = [x for r in results for x in r]
+            verdict = "ok" if percentile(every, 0.95) < 1.2 else "over 1.2 s"
+            print(f"  {calls:2} at once: {ms(every)}  {verdict}")
+            if verdict != "ok":
+                break
+            calls = calls * 2 if calls < 4 else calls + 2
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--parts", default="first,reply,capacity")
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--max-calls", type=int, default=10)
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    registry = Synthesizers("espeak-ng:en-us", None)
+    voices = {PIPER: registry.get(PIPER), "espeak-ng:en-us": registry.get("espeak-ng:en-us")}
+    transcriber = WhisperTranscriber(word_timestamps=False)
+    try:
+        if "first" in parts:
+            bench_first(voices, args.repeats)
+        if "reply" in parts:
+            asyncio.run(bench_reply(voices, transcriber, args.turns))
+        if "capacity" in parts:
+            asyncio.run(
+                bench_capacity(voices[PIPER], PIPER, transcriber, args.turns, args.max_calls)
+            )
+    finally:
+        registry.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""How long a caller's silence must last before their turn is over (DESIGN §16).
+
+``silence``: always 500 ms. ``smart`` (the default): the recognised text at the first pause
+decides. A finished sentence ("I'd like to book a cleaning.") waits
+CALLPLANE_END_OF_TURN_MS_COMPLETE (200 ms); one ending in a digit ("my number is 415") waits
+…_NUMBER (600 ms: people read numbers in groups); anything else — a trailing "to", "and",
+"um", a comma, an ellipsis, no text at all — waits …_INCOMPLETE (800 ms).
+
+Whisper punctuates nearly everything it hears, fragments included ("I'd like to."), so a final
+period alone does not make a sentence complete: a last word that cannot end an English sentence
+(an article, a preposition, a conjunction, a filler) makes it incomplete whatever follows it.
+
+Pure: text in, milliseconds out. The listener (``engine.listening``) asks at each pause.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from callplane.settings import Settings
+
+Mode = Literal["smart", "silence"]
+Kind = Literal["complete", "incomplete", "number"]
+
+#: ``silence`` mode's fixed wait, and when it starts recognising a pause's guess.
+SILENCE_MS = 500
+SILENCE_PAUSE_MS = 240
+
+#: Words after which an English sentence goes on. Words that often end one ("you", "it",
+#: "no", "in", "on") are left out: a wrongly long wait costs 600 ms, not a cut.
+_CONTINUATIONS = """
+    a an the my your our their every
+    to of for at with from into onto between through than
+    and or but because if when while whether
+    is are was were be been would could should will can shall must
+    i i'd i'm i'll we we'd we're they he she also very like um uh er erm
+"""
+_NUMBER_WORDS = """
+    zero oh one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty
+    ninety hundred thousand
+"""
+CONTINUATIONS = frozenset(_CONTINUATIONS.split())
+NUMBER_WORDS = frozenset(_NUMBER_WORDS.split())
+_TRAILING = re.compile(r"[\s\"')\]]+$")
+_WORD = re.compile(r"[A-Za-z0-9']+")
+
+
+def classify(text: str) -> Kind:
+    """What the turn's text so far sounds like: a finished sentence, a number, or neither."""
+    text = _TRAILING.sub("", text)
+    if not text or text.endswith(("...", "…", ",", "-", "—", ":", ";")):
+        return "incomplete"
+    words = _WORD.findall(text)
+    if not words:
+        return "incomplete"
+    last = words[-1].lower()
+    if last[-1].isdigit() or last in NUMBER_WORDS:
+        return "number"
+    if last in CONTINUATIONS:
+        return "incomplete"
+    return "complete" if text[-1] in ".!?" else "incomplete"
+
+
+@dataclass(frozen=True)
+class Endpointing:
+    mode: Mode = "smart"
+    complete_ms: int = 200
+    incomplete_ms: int = 800
+    number_ms: int = 600
+
+    @property
+    def pause_ms(self) -> int:
+        """Silence after which the turn so far is recognised (the guess the decision reads)."""
+        if self.mode == "silence":
+            return SILENCE_PAUSE_MS
+        return min(self.complete_ms, self.incomplete_ms, self.number_ms)
+
+    @property
+    def longest_ms(self) -> int:
+        """The wait before the guess is known: the turn ends then even without one."""
+        if self.mode == "silence":
+            return SILENCE_MS
+        return max(self.complete_ms, self.incomplete_ms, self.number_ms)
+
+    def wait_ms(self, text: str) -> int:
+        if self.mode == "silence":
+            return SILENCE_MS
+        kind = classify(text)
+        if kind == "complete":
+            return self.complete_ms
+        return self.number_ms if kind == "number" else self.incomplete_ms
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Endpointing:
+        """From CALLPLANE_ENDPOINTING and CALLPLANE_END_OF_TURN_MS_*."""
+        return cls(
+            mode=settings.endpointing,
+            complete_ms=settings.end_of_turn_ms_complete,
+            incomplete_ms=settings.end_of_turn_ms_incomplete,
+            number_ms=settings.end_of_turn_ms_number,
+        )

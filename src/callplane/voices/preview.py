@@ -1,0 +1,54 @@
+"""GET /voices/{uuid}/preview: a line spoken in the voice, as a caller hears it (DESIGN §16)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import unicodedata
+import wave
+
+from callplane.errors import Conflict, InvalidInput, Unavailable
+from callplane.speech.engines import EngineNotInstalled, check_engine, shared_synthesizers
+from callplane.speech.piper import PiperFailed
+from callplane.speech.synthesis import SynthesisError
+from callplane.voices.schemas import Voice
+
+#: DESIGN §16: a preview is a line, not a recording studio.
+MAX_PREVIEW_CHARS = 500
+#: The telephone rate: a preview sounds as the voice will on a call.
+PREVIEW_RATE = 8000
+
+
+def preview_text(voice: Voice, text: str | None) -> str:
+    if text is None:
+        return f"Hello, this is {voice.name}. How can I help you today?"[:MAX_PREVIEW_CHARS]
+    if any(unicodedata.category(c) == "Cc" for c in text):
+        raise InvalidInput("text may not contain control characters", loc=("query", "text"))
+    if not any(c.isalnum() for c in text):
+        raise InvalidInput("text has nothing to say", loc=("query", "text"))
+    return text
+
+
+async def speak_preview(
+    voice: Voice, text: str, default_engine: str, piper_voices_dir: str | None
+) -> bytes:
+    """A mono 16-bit WAV file of ``text`` in the voice."""
+    engine = voice.engine or default_engine
+    try:
+        check_engine(engine, piper_voices_dir)
+    except (ValueError, EngineNotInstalled) as exc:
+        raise Conflict(f"This voice cannot be heard here: {exc}") from None
+    synthesizer = shared_synthesizers(default_engine, piper_voices_dir).get(engine)
+    try:
+        pcm = await asyncio.to_thread(synthesizer.synthesize, text, PREVIEW_RATE)
+    except (SynthesisError, PiperFailed, OSError) as exc:
+        # The server's speech programs are broken (espeak-ng missing, Piper failing twice):
+        # not the request's fault, and perhaps passing.
+        raise Unavailable(f"Speech synthesis failed: {exc}", retry_after=5) from None
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(PREVIEW_RATE)
+        wav.writeframes(pcm)
+    return buffer.getvalue()

@@ -1,0 +1,144 @@
+"""Smart end of turn (DESIGN §16): what the caller said so far decides how long their silence
+must last; ``silence`` keeps the fixed 500 ms. The listener runs on real espeak-ng speech with
+the real Whisper model; the pauses are the caller's (no audio sent), heard as the line's
+silence."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from array import array
+from collections.abc import AsyncIterator
+
+import pytest
+
+from callplane.engine.endpointing import Endpointing, classify
+from callplane.engine.listening import CallerSaid, Listener
+from callplane.settings import Settings
+from callplane.speech.synthesis import EspeakSynthesizer
+from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame
+from tests.audio import transcriber
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("I'd like to book a cleaning.", "complete"),
+        ("Thank you.", "complete"),
+        ("Is Friday free?", "complete"),
+        ("Yes!", "complete"),
+        ("My number is 415.", "number"),
+        ("It's four one five", "number"),
+        ("Call me at 3:30", "number"),
+        ("I'd like to.", "incomplete"),  # Whisper's period on a fragment
+        ("My number is...", "incomplete"),
+        ("I'd like to …", "incomplete"),
+        ("Well, um,", "incomplete"),
+        ("Can I speak with the", "incomplete"),
+        ("book a cleaning", "incomplete"),  # no sentence end
+        ("", "incomplete"),
+        ("   ", "incomplete"),
+        ('"?!"', "incomplete"),
+    ],
+)
+def test_what_the_text_sounds_like(text: str, kind: str) -> None:
+    assert classify(text) == kind
+
+
+def test_the_waits_of_both_modes() -> None:
+    smart = Endpointing()
+    assert (smart.pause_ms, smart.longest_ms) == (200, 800)
+    assert smart.wait_ms("Thank you.") == 200
+    assert smart.wait_ms("My number is 415") == 600
+    assert smart.wait_ms("I'd like to") == 800
+    silence = Endpointing(mode="silence")
+    assert {silence.wait_ms(t) for t in ("Thank you.", "415", "I'd like to")} == {500}
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        endpointing="smart",
+        end_of_turn_ms_complete=300,
+        end_of_turn_ms_incomplete=1200,
+        end_of_turn_ms_number=900,
+    )
+    tuned = Endpointing.from_settings(settings)
+    assert (tuned.pause_ms, tuned.longest_ms, tuned.wait_ms("415")) == (300, 1200, 900)
+
+
+class PausingCaller(Connection):
+    """Speech sent as fast as it is read; pauses as nothing sent, for as long as they last.
+    After the last part the line stays open (silent) until the test has heard the last turn:
+    recognition on a busy machine may take seconds, and a hang-up would cut it short."""
+
+    def __init__(self, parts: list[bytes | float]) -> None:
+        super().__init__(media="audio")
+        self._parts = parts
+        self.heard_all = asyncio.Event()
+        self.last_speech_at = 0.0
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        for part in self._parts:
+            if isinstance(part, float):
+                await asyncio.sleep(part)
+                continue
+            for offset in range(0, len(part), FRAME_BYTES):
+                yield AudioFrame(part[offset : offset + FRAME_BYTES])
+            self.last_speech_at = time.monotonic()
+        await asyncio.wait_for(self.heard_all.wait(), timeout=60)
+
+    async def play(self, frame: Frame) -> None:
+        pass
+
+    async def interrupt(self) -> None:
+        pass
+
+    async def hangup(self) -> None:
+        pass
+
+    async def wait_ended(self) -> EndedBy:
+        return "remote"
+
+
+def _said(text: str) -> bytes:
+    """espeak-ng at the telephone rate, its trailing silence cut (the pause is the test's)."""
+    samples = array("h", EspeakSynthesizer(words_per_minute=150).synthesize(text, 8000))
+    end = len(samples)
+    while end and abs(samples[end - 1]) < 300:
+        end -= 1
+    return samples[:end].tobytes()
+
+
+async def _turns(parts: list[bytes | float], endpointing: Endpointing) -> list[str]:
+    caller = PausingCaller(parts)
+    listener = Listener(caller, transcriber=transcriber(), endpointing=endpointing)
+    turns = []
+    async for event in listener.events():
+        if isinstance(event, CallerSaid):
+            turns.append(event.text)
+            # The turn that ends after the last words (an earlier cut ends ~0.6 s before).
+            if caller.last_speech_at and event.ended_at > caller.last_speech_at - 0.3:
+                caller.heard_all.set()
+    return turns
+
+
+@pytest.mark.slow  # four Whisper recognitions in real time: ~3 s idle, 15 s on a loaded machine
+async def test_a_caller_who_pauses_mid_sentence_is_not_cut_off() -> None:
+    # "My number is … 415 555 0132": 650 ms of thought after "is". Silence cuts there (500 ms);
+    # smart waits on, since "my number is" ends no sentence (800 ms).
+    parts: list[bytes | float] = [
+        _said("My phone number is"),
+        0.65,
+        _said("four one five, five five five, zero one three two."),
+        1.0,
+    ]
+    smart = await _turns(parts, Endpointing())
+    silence = await _turns(parts, Endpointing(mode="silence"))
+
+    assert len(smart) == 1, smart
+    assert len(silence) == 2, silence
+
+
+async def test_a_finished_sentence_ends_the_turn_in_both_modes() -> None:
+    parts: list[bytes | float] = [_said("I would like to book a cleaning, please."), 1.0]
+    for mode in ("smart", "silence"):
+        [said] = await _turns(parts, Endpointing(mode=mode))  # type: ignore[arg-type]
+        assert "please" in said.lower()
