@@ -192,7 +192,9 @@ async def test_prometheus_sees_the_calls_turns_and_webhooks(
                         delivered = await _until(
                             prom,
                             prometheus,
-                            'sum(callplane_webhook_deliveries_total{outcome="delivered"})',
+                            # The workers' deliveries: the API's registry is this test process's,
+                            # which earlier tests' in-process deliveries have counted into.
+                            'sum(callplane_webhook_deliveries_total{job="worker",outcome="delivered"})',
                             CALLS,
                         )
                         requests = await _until(
