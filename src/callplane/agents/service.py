@@ -16,9 +16,9 @@ import json_merge_patch
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.agents import history
 from callplane.agents.config import validate_config
 from callplane.agents.diff import diff as diff_configs
-from callplane.agents.merge import ancestors
 from callplane.agents.refs import MAIN, as_commit_id
 from callplane.agents.schemas import CommitCreate
 from callplane.agents.wire import agents_wire
@@ -353,6 +353,7 @@ async def list_commits(
     """Newest first. With ``branch``, only commits reachable from its head."""
     agent = await get_agent(session, organization_id, agent_uuid)
     query = select_owned(AgentCommit, organization_id).where(AgentCommit.agent_id == agent.id)
+    newest_first = (AgentCommit.created_at.desc(), AgentCommit.id.desc())
     if branch is None:
         total = int(
             await session.scalar(
@@ -362,22 +363,17 @@ async def list_commits(
             )
             or 0
         )
+        query = query.order_by(*newest_first).limit(page_size).offset(offset(page, page_size))
     else:
         found = await find_branch(session, organization_id, agent.id, branch)
         if found is None:
             raise InvalidInput("branch: no such branch", loc=("query", "branch"))
-        reachable = ancestors(
-            str(found.head), await parents_map(session, organization_id, agent.id)
-        )
-        total = len(reachable)
-        query = query.where(AgentCommit.id.in_([uuid.UUID(c) for c in reachable]))
-    commits = (
-        await session.scalars(
-            query.order_by(AgentCommit.created_at.desc(), AgentCommit.id.desc())
-            .limit(page_size)
-            .offset(offset(page, page_size))
-        )
-    ).all()
+        ordered = await history.reachable(session, organization_id, agent.id, str(found.head))
+        total = len(ordered)
+        start = offset(page, page_size)
+        shown = [uuid.UUID(c) for c in ordered[start : start + page_size]]
+        query = query.where(AgentCommit.id.in_(shown)).order_by(*newest_first)
+    commits = (await session.scalars(query)).all()
     return agent, list(commits), total
 
 
@@ -439,9 +435,20 @@ async def resolve_for_call(
         commit_join = commit_join & (AgentCommit.id == AgentBranch.head)
     else:
         commit_join = commit_join & (AgentCommit.id == commit_id)
+    # Columns, not entities: this runs on every POST /calls with an agent, and loading three
+    # ORM objects into the session's identity map cost more than the statement itself.
     row = (
         await session.execute(
-            select_owned(Agent, organization_id, Agent, AgentBranch.id, AgentCommit)
+            select_owned(
+                Agent,
+                organization_id,
+                Agent.id,
+                Agent.name,
+                AgentBranch.id,
+                AgentCommit.id,
+                AgentCommit.branch,
+                AgentCommit.config,
+            )
             .outerjoin(AgentBranch, branch_join)
             .outerjoin(AgentCommit, commit_join)
             .where(Agent.uuid == agent_uuid, Agent.archived.is_(False))
@@ -449,22 +456,22 @@ async def resolve_for_call(
     ).first()
     if row is None:
         raise InvalidInput("agent_id: no such agent", loc=("body",))
-    agent, branch_uuid, commit = row
-    if commit_id is not None:
-        if commit is None:
+    agent_id, agent_name, branch_uuid, found_commit, made_on, config = row
+    if found_commit is None:
+        if commit_id is not None:
             raise InvalidInput("agent_commit_id: no such commit of this agent", loc=("body",))
-        branch = await find_branch(session, organization_id, agent.id, commit.branch)
-        branch_uuid = branch.id if branch else None
-    elif commit is None:
         raise InvalidInput("agent_branch_name: no such branch of this agent", loc=("body",))
+    if commit_id is not None:
+        branch = await find_branch(session, organization_id, agent_id, made_on)
+        branch_uuid = branch.id if branch else None
     return ResolvedAgent(
-        agent.id,
-        agent.uuid,
-        agent.name,
+        agent_id,
+        agent_uuid,
+        agent_name,
         branch_uuid,
-        commit.branch if commit_id is not None else branch_name or MAIN,
-        commit.id,
-        commit.config,
+        made_on if commit_id is not None else branch_name or MAIN,
+        found_commit,
+        config,
     )
 
 
