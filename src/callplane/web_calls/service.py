@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.agents.refs import as_commit_id
 from callplane.agents.service import resolve_for_call
 from callplane.calls.answered import add_answered_call
 from callplane.errors import InvalidInput, RateLimited, Unauthorized
@@ -59,15 +60,14 @@ async def check_agent(
 
 
 def commit_uuid(commit_id: str | None) -> uuid.UUID | None:
-    """A commit id as given in a body: not a commit id at all is the same 422 as an unknown one."""
+    """A commit id as given in a body, read as the agents API reads refs (``as_commit_id``):
+    not a commit id at all is the same 422 as an unknown one."""
     if commit_id is None:
         return None
-    try:
-        return uuid.UUID(commit_id)
-    except ValueError:
-        raise InvalidInput(
-            "agent_commit_id: no such commit", loc=("body", "agent_commit_id")
-        ) from None
+    found = as_commit_id(commit_id)
+    if found is None:
+        raise InvalidInput("agent_commit_id: no such commit", loc=("body", "agent_commit_id"))
+    return found
 
 
 async def mint_token(
