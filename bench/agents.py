@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/agents.py [--backend sqlite|postgresql]
         [--postgres-url postgresql://postgres@127.0.0.1:5432/postgres] [--calls 2000]
-        [--concurrency 16] [--reads 300]
+        [--concurrency 16] [--reads 300] [--rounds 8]
 
 In process, over the same ASGI app the server runs (auth, routing, unit of work, serialization):
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -61,9 +62,9 @@ async def _post_calls(
             response = await client.post("/v1/calls", headers=headers, json=body)
             assert response.status_code == 201, response.text
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker() for _ in range(width)))
-    return n / (time.perf_counter() - started)
+    return n / (time.perf_counter() - started), n / (time.process_time() - cpu)
 
 
 async def _median_us(client: httpx.AsyncClient, headers: dict[str, str], url: str, n: int) -> float:
@@ -123,19 +124,27 @@ async def main(args: argparse.Namespace) -> None:
             plain = {"to_number": "+14155550100", "params": {"name": "Ada"}}
             with_agent = {**plain, "agent_id": small[0]}
             rates: dict[str, list[float]] = {"without agent": [], "with agent": []}
-            per_round = max(args.calls // 4, 50)
+            cpu_rates: dict[str, list[float]] = {"without agent": [], "with agent": []}
+            per_round = max(args.calls // args.rounds, 50)
             await _post_calls(client, headers, plain, 100, args.concurrency)  # warm-up
-            for _ in range(4):
-                rates["without agent"].append(
-                    await _post_calls(client, headers, plain, per_round, args.concurrency)
-                )
-                rates["with agent"].append(
-                    await _post_calls(client, headers, with_agent, per_round, args.concurrency)
-                )
+            for _ in range(args.rounds):
+                for label, body in (("without agent", plain), ("with agent", with_agent)):
+                    rate, cpu_rate = await _post_calls(
+                        client, headers, body, per_round, args.concurrency
+                    )
+                    rates[label].append(rate)
+                    cpu_rates[label].append(cpu_rate)
             base, agent_rate = (statistics.median(rates[k]) for k in rates)
-            print(f"POST /calls ({args.backend}, {args.concurrency} in flight, 4 rounds)")
-            print(f"  without agent  {base:8.0f} calls/s")
-            print(f"  with agent     {agent_rate:8.0f} calls/s  ({agent_rate / base:.2f}x)")
+            cpu_base, cpu_agent = (statistics.median(cpu_rates[k]) for k in cpu_rates)
+            print(
+                f"POST /calls ({args.backend}, {args.concurrency} in flight, {args.rounds} rounds,"
+                f" load {os.getloadavg()[0]:.1f})"
+            )
+            print(f"  without agent  {base:8.0f} calls/s  {cpu_base:8.0f} calls/CPU-s")
+            print(
+                f"  with agent     {agent_rate:8.0f} calls/s  {cpu_agent:8.0f} calls/CPU-s"
+                f"  ({agent_rate / base:.2f}x wall, {cpu_agent / cpu_base:.2f}x CPU)"
+            )
             print(f"history and diff ({args.reads} requests each, median us)")
             for label, path in [
                 ("history", "/commits?page_size=20"),
@@ -164,5 +173,6 @@ if __name__ == "__main__":
     parser.add_argument("--postgres-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--reads", type=int, default=300)
     asyncio.run(main(parser.parse_args()))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import json_merge_patch
-from sqlalchemy import func
+from sqlalchemy import bindparam, func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agents import history
@@ -23,6 +23,7 @@ from callplane.agents.refs import MAIN, as_commit_id
 from callplane.agents.schemas import CommitCreate
 from callplane.agents.wire import agents_wire
 from callplane.errors import Conflict, InvalidInput, NotFound
+from callplane.kit.driver import driver_of, fixed_statement
 from callplane.kit.pagination import offset
 from callplane.kit.tenancy import Tenant, same_organization, select_owned, update_owned
 from callplane.models.agents import Agent, AgentBranch, AgentCommit
@@ -406,6 +407,40 @@ class ResolvedAgent:
     config: dict[str, Any]
 
 
+def _resolve(commit_on: Any) -> Any:
+    """The agent, the named branch and a commit; outer joins so that a missing branch or commit
+    is told apart from a missing agent."""
+    branch_join = (
+        same_organization(AgentBranch, Agent)
+        & (AgentBranch.agent_id == Agent.id)
+        & (AgentBranch.name == bindparam("branch"))
+    )
+    commit_join = same_organization(AgentCommit, Agent) & (AgentCommit.agent_id == Agent.id)
+    return (
+        select_owned(
+            Agent,
+            bindparam("org"),
+            Agent.id,
+            Agent.name,
+            AgentBranch.id.label("branch_uuid"),
+            AgentCommit.id.label("commit_id"),
+            AgentCommit.branch,
+            AgentCommit.config,
+        )
+        .outerjoin(AgentBranch, branch_join)
+        .outerjoin(AgentCommit, commit_join & commit_on)
+        .where(Agent.uuid == bindparam("uuid"), Agent.archived.is_(False))
+    )
+
+
+def _resolve_head() -> Any:
+    return _resolve(AgentCommit.id == AgentBranch.head)
+
+
+def _resolve_pinned() -> Any:
+    return _resolve(AgentCommit.id == bindparam("commit"))
+
+
 async def resolve_for_call(
     session: AsyncSession,
     organization_id: int,
@@ -421,42 +456,24 @@ async def resolve_for_call(
         raise InvalidInput(
             "agent_branch_name: give either agent_branch_name or agent_commit_id", loc=("body",)
         )
-    # One statement in the common case: the agent, its branch and the head commit; outer joins
-    # so that a missing branch or commit is told apart from a missing agent.
-    branch_join = (
-        (AgentBranch.organization_id == Agent.organization_id)
-        & (AgentBranch.agent_id == Agent.id)
-        & (AgentBranch.name == (branch_name or MAIN))
+    # One statement in the common case, compiled once and run on the driver connection: this
+    # runs on every POST /calls with an agent, where the ORM's per-statement work cost more
+    # than the query.
+    driver = await driver_of(session)
+    pinned = commit_id is not None
+    prepared = fixed_statement(
+        "agents.resolve_pinned" if pinned else "agents.resolve_head",
+        driver.dialect,
+        _resolve_pinned if pinned else _resolve_head,
     )
-    commit_join = (AgentCommit.organization_id == Agent.organization_id) & (
-        AgentCommit.agent_id == Agent.id
-    )
-    if commit_id is None:
-        commit_join = commit_join & (AgentCommit.id == AgentBranch.head)
-    else:
-        commit_join = commit_join & (AgentCommit.id == commit_id)
-    # Columns, not entities: this runs on every POST /calls with an agent, and loading three
-    # ORM objects into the session's identity map cost more than the statement itself.
-    row = (
-        await session.execute(
-            select_owned(
-                Agent,
-                organization_id,
-                Agent.id,
-                Agent.name,
-                AgentBranch.id,
-                AgentCommit.id,
-                AgentCommit.branch,
-                AgentCommit.config,
-            )
-            .outerjoin(AgentBranch, branch_join)
-            .outerjoin(AgentCommit, commit_join)
-            .where(Agent.uuid == agent_uuid, Agent.archived.is_(False))
-        )
-    ).first()
+    values = {"org": organization_id, "uuid": agent_uuid, "branch": branch_name or MAIN}
+    if pinned:
+        values["commit"] = commit_id
+    row = await driver.fetchone(prepared, values)
     if row is None:
         raise InvalidInput("agent_id: no such agent", loc=("body",))
-    agent_id, agent_name, branch_uuid, found_commit, made_on, config = row
+    agent_id, branch_uuid, found_commit = row["id"], row["branch_uuid"], row["commit_id"]
+    agent_name, made_on, config = row["name"], row["branch"], row["config"]
     if found_commit is None:
         if commit_id is not None:
             raise InvalidInput("agent_commit_id: no such commit of this agent", loc=("body",))
