@@ -6,6 +6,7 @@ get; tools are mocked (each result ``{"mocked": true}``) unless ``tools`` is ``r
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -115,7 +116,10 @@ async def _rounds(
         text, calls = await _one_reply(brain, prompt, transcript + entries, config)
         if text:
             entries.append({"role": "assistant", "text": text})
-        for call in calls:
+        # The tools of one reply run together, as on a call: the turn waits for the slowest
+        # deadline, not for their sum.
+        answers = await asyncio.gather(*(tools.answer(call) for call in calls))
+        for call, answer in zip(calls, answers, strict=True):
             entries.append(
                 {
                     "role": "assistant",
@@ -124,7 +128,6 @@ async def _rounds(
                     "text": "",
                 }
             )
-            answer = await tools.answer(call)
             entries.append({"role": "tool", "function_name": call.name, "text": answer.text})
             ended = ended or answer.ended
         if not calls or ended:
