@@ -198,3 +198,20 @@ async def test_a_valid_tool_change_commits_and_its_diff_is_in_the_history(
     assert '"number": "+14155550100"' in history
     # The editor now shows the committed tools, named.
     assert '"name": "transfer_call"' in history
+
+
+async def test_another_organization_s_agent_is_not_checked(
+    app: Any, editor: tuple[Any, str]
+) -> None:
+    browser, agent_id = editor
+    other = await make_org(app, "Other")
+    stranger = await make_person(app, other)
+    async with browser_client(app, "127.0.0.2") as theirs:
+        assert (await sign_in(theirs, stranger.email, stranger.password)).status_code == 303
+        own = await theirs.get("/dashboard/agents")
+        checked = await theirs.post(f"/dashboard/agents/{agent_id}/check", data=_form(own, "[]"))
+        committed = await theirs.post(
+            f"/dashboard/agents/{agent_id}/commit", data=_form(own, "[]", "Hijack")
+        )
+    assert checked.status_code == 404 and committed.status_code == 404
+    assert "Hijack" not in await _history(browser, agent_id)
