@@ -65,13 +65,13 @@ async def take_turn(
         entries.append({"role": "assistant", "text": line})
         return {"commit_id": commit_id, "entries": entries, "ended": False}
     prompt, _ = render(config["prompt"], sources) if config.get("prompt") else (None, [])
-    brain = build_brain(runtime.settings)
-    if brain is None:
-        raise Unavailable("No language model is configured (CALLPLANE_LLM_BASE_URL)")
     # The turn has read all it needs. A POST's session holds SQLite's write lock, which the
     # tools' own writes (a record, contact data) would wait on, and which no one should hold
     # while a language model thinks: let it go.
     await session.rollback()
+    brain = build_brain(runtime.settings)
+    if brain is None:
+        raise Unavailable("No language model is configured (CALLPLANE_LLM_BASE_URL)")
     # What a function tool's receiver is told of "the call": no call, the agent's commit, and
     # the request's contact as the other party.
     call = {
