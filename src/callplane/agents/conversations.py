@@ -1,19 +1,21 @@
 """``POST /agents/{uuid}/conversations``: one text-only turn of a commit (DESIGN §15), so a team
 can test a branch in CI before merging it. The same prompt, variables and tools a call would
-get; tools are mocked (each result ``{"mocked": true}``) unless ``tools`` is ``run``.
+get; tools are mocked (each result ``{"mocked": true}``) unless ``tools`` is ``run``
+(``text_tools``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
-import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agents import service
 from callplane.agents.contacts import contact_data
 from callplane.agents.schemas import ConversationRequest
+from callplane.agents.text_tools import ToolRunner, tool_runner
 from callplane.agents.variables import VariableSources, render
 from callplane.brain.base import Brain, BrainError, TextDelta, ToolCall
 from callplane.brain.build import build_brain
@@ -25,8 +27,6 @@ from callplane.tools.toolbox import Toolbox
 
 #: Brain rounds in one turn: a tool result may lead to one more line, not to a loop.
 MAX_ROUNDS = 2
-MOCKED = orjson.dumps({"mocked": True}).decode()
-NOT_RUN = orjson.dumps({"error": "running tools is not available yet; use tools=mock"}).decode()
 
 
 def brain_tools(config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -46,8 +46,9 @@ async def take_turn(
     commit = await service.resolve_ref(session, organization_id, agent.id, body.ref)
     if commit is None:
         raise InvalidInput("ref: no such branch or commit of this agent", loc=("body",))
-    config = commit.config
-    contact = {}
+    config, commit_id, secret = commit.config, str(commit.id), agent.tools_secret
+    contact: dict[str, Any] = {}
+    identifier = None
     if body.contact:
         try:
             identifier = normalize_identifier(body.contact)
@@ -62,40 +63,80 @@ async def take_turn(
     if not transcript and config.get("agent_speaks_first", True) and config.get("first_message"):
         line, _ = render(config["first_message"], sources)
         entries.append({"role": "assistant", "text": line})
-        return {"commit_id": str(commit.id), "entries": entries, "ended": False}
+        return {"commit_id": commit_id, "entries": entries, "ended": False}
     prompt, _ = render(config["prompt"], sources) if config.get("prompt") else (None, [])
+    # The turn has read all it needs. A POST's session holds SQLite's write lock, which the
+    # tools' own writes (a record, contact data) would wait on, and which no one should hold
+    # while a language model thinks: let it go.
+    await session.rollback()
     brain = build_brain(runtime.settings)
     if brain is None:
         raise Unavailable("No language model is configured (CALLPLANE_LLM_BASE_URL)")
-    ended = False
+    # What a function tool's receiver is told of "the call": no call, the agent's commit, and
+    # the request's contact as the other party.
+    call = {
+        "id": None,
+        "direction": None,
+        "from_number": None,
+        "to_number": identifier,
+        "params": body.params,
+        "external_identifiers": {},
+        "agent_id": str(agent_uuid),
+        "agent_commit_id": commit_id,
+    }
     try:
-        for _ in range(MAX_ROUNDS):
-            text, calls = await _one_reply(brain, prompt, transcript + entries, config)
-            if text:
-                entries.append({"role": "assistant", "text": text})
-            for call in calls:
-                entries.append(
-                    {
-                        "role": "assistant",
-                        "function_name": call.name,
-                        "arguments": call.arguments,
-                        "text": "",
-                    }
-                )
-                result = MOCKED if body.tools == "mock" or call.name == "end_call" else NOT_RUN
-                entries.append({"role": "tool", "function_name": call.name, "text": result})
-                ended = ended or call.name == "end_call"
-            if not calls or ended:
-                break
-        if not ended:
-            phrases = [p.lower() for p in config.get("end_call_phrases", [])]
-            spoken = [e["text"].lower() for e in entries if e["role"] == "assistant"]
-            ended = any(p in line for p in phrases for line in spoken)
+        async with tool_runner(
+            runtime,
+            organization_id,
+            config,
+            run=body.tools == "run",
+            tools_secret=secret,
+            call=call,
+        ) as tools:
+            ended = await _rounds(brain, tools, prompt, transcript, entries, config)
     except BrainError as exc:
         raise Unavailable(f"The language model failed: {exc}") from None
     finally:
         await brain.aclose()
-    return {"commit_id": str(commit.id), "entries": entries, "ended": ended}
+    return {"commit_id": commit_id, "entries": entries, "ended": ended}
+
+
+async def _rounds(
+    brain: Brain,
+    tools: ToolRunner,
+    prompt: str | None,
+    transcript: list[dict[str, Any]],
+    entries: list[dict[str, Any]],
+    config: dict[str, Any],
+) -> bool:
+    """The agent's next lines and tool uses, appended to ``entries``; whether the agent ended
+    the conversation."""
+    ended = False
+    for _ in range(MAX_ROUNDS):
+        text, calls = await _one_reply(brain, prompt, transcript + entries, config)
+        if text:
+            entries.append({"role": "assistant", "text": text})
+        # The tools of one reply run together, as on a call: the turn waits for the slowest
+        # deadline, not for their sum.
+        answers = await asyncio.gather(*(tools.answer(call) for call in calls))
+        for call, answer in zip(calls, answers, strict=True):
+            entries.append(
+                {
+                    "role": "assistant",
+                    "function_name": call.name,
+                    "arguments": call.arguments,
+                    "text": "",
+                }
+            )
+            entries.append({"role": "tool", "function_name": call.name, "text": answer.text})
+            ended = ended or answer.ended
+        if not calls or ended:
+            break
+    if not ended:
+        phrases = [p.lower() for p in config.get("end_call_phrases", [])]
+        spoken = [e["text"].lower() for e in entries if e["role"] == "assistant"]
+        ended = any(p in line for p in phrases for line in spoken)
+    return ended
 
 
 async def _one_reply(

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from callplane.agents import branches, service, wire
+from callplane.agents.config import TOOL_TYPES, validate_config
 from callplane.agents.diff import diff as diff_configs
 from callplane.agents.refs import MAIN
 from callplane.agents.schemas import CommitCreate
@@ -145,6 +146,7 @@ async def _page(
         voices=await list_voices(session, org),
         errors=errors or [],
         notice=notice or request.query_params.get("notice"),
+        tool_types=TOOL_TYPES,
     )
 
 
@@ -162,8 +164,27 @@ async def agent_page(
 def _json(text: str, label: str) -> Any:
     try:
         return json.loads(text) if text.strip() else None
-    except ValueError:
-        raise InvalidInput(f"{label}: not valid JSON") from None
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise InvalidInput(f"{label}: not valid JSON ({where}: {exc.msg})") from None
+
+
+def _config_of(form: dict[str, str]) -> dict[str, Any]:
+    """The config the editor's form describes, not yet validated: that is the API's to do
+    (``validate_config``), on commit as on a check."""
+    settings = _json(form.get("settings", ""), "Other settings") or {}
+    if not isinstance(settings, dict):
+        raise InvalidInput("Other settings: must be a JSON object")
+    config = {k: v for k, v in settings.items() if k not in EDITED}
+    for key in ("prompt", "first_message", "voice_id"):
+        if form.get(key, "").strip():
+            config[key] = form[key]
+    tools = _json(form.get("tools", ""), "Tools")
+    # No tools is no ``tools`` key (as the agent was created); anything else, even not a
+    # list, goes to the validator, which names what is wrong with it.
+    if tools is not None and tools != []:
+        config["tools"] = tools
+    return config
 
 
 @router.post("/agents/{agent_uuid}/commit")
@@ -173,23 +194,13 @@ async def commit(
     form = await fields(request)
     branch = form.get("branch", MAIN)
     try:
-        settings = _json(form.get("settings", ""), "Other settings") or {}
-        if not isinstance(settings, dict):
-            raise InvalidInput("Other settings: must be a JSON object")
-        config = {k: v for k, v in settings.items() if k not in EDITED}
-        for key in ("prompt", "first_message", "voice_id"):
-            if form.get(key, "").strip():
-                config[key] = form[key]
-        tools = _json(form.get("tools", ""), "Tools")
-        if tools:
-            config["tools"] = tools
         made, created = await service.create_commit(
             session,
             person.organization_id,
             agent_uuid,
             CommitCreate(
                 branch=branch,
-                config=config,
+                config=_config_of(form),
                 message=form.get("message", "").strip()[:2000] or "Edited in the dashboard",
                 expected_head=uuid.UUID(form["expected_head"])
                 if form.get("expected_head")
@@ -203,6 +214,21 @@ async def commit(
         )
     notice = "Committed." if created else "Nothing changed: the config equals the head's."
     return _go(request, f"/agents/{agent_uuid}", branch=branch, notice=notice)
+
+
+@router.post("/agents/{agent_uuid}/check")
+async def check(
+    request: Request, agent_uuid: uuid.UUID, session: SessionDep, person: CurrentPerson
+) -> Response:
+    """The editor's errors as one types (htmx): the checks a commit makes, committing nothing."""
+    form = await fields(request)
+    await service.get_agent(session, person.organization_id, agent_uuid)
+    try:
+        config = validate_config(_config_of(form))
+        await service.check_config_references(session, person.organization_id, config)
+    except InvalidInput as exc:
+        return render(request, "_config_check.html", errors=exc.errors)
+    return render(request, "_config_check.html", errors=[])
 
 
 @router.post("/agents/{agent_uuid}/rollback")

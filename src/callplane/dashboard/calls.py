@@ -13,6 +13,7 @@ from starlette.responses import RedirectResponse, Response
 
 from callplane.calls import commands, events, service
 from callplane.calls.schemas import CallCreate
+from callplane.dashboard.call_tools import tool_answers, transfer_of
 from callplane.dashboard.forms import fields
 from callplane.dashboard.overview import call_turn_latencies
 from callplane.dashboard.rendering import render
@@ -122,12 +123,21 @@ async def call_page(
 ) -> Response:
     call = await service.get_call(session, person.organization_id, call_id)
     [wire] = await service.calls_wire(session, runtime_of(request), person.organization_id, [call])
-    latency = await call_turn_latencies(
-        session, person.organization_id, call_id, wire.get("transcripts") or []
-    )
+    transcript = wire.get("transcripts") or []
+    latency = await call_turn_latencies(session, person.organization_id, call_id, transcript)
+    # One read of the events serves the timeline, the tool uses and the transfer.
     timeline = await events.list_call_events(session, person.organization_id, call_id)
+    transfer, transfer_at = transfer_of(wire, transcript, timeline)
     return render(
-        request, "call.html", section="calls", call=wire, latency=latency, events=timeline
+        request,
+        "call.html",
+        section="calls",
+        call=wire,
+        latency=latency,
+        events=timeline,
+        answers=tool_answers(transcript, timeline),
+        transfer=transfer,
+        transfer_at=transfer_at,
     )
 
 

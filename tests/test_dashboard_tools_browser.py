@@ -1,0 +1,53 @@
+"""The agent editor's tools in a real headless Chromium: a broken tool is reported by its JSON
+path as one types (htmx) and on commit, the text stays, and nothing is committed."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from tests.test_dashboard_browser import (  # noqa: F401 - fixtures
+    Tenant,
+    browser,
+    page,
+    server,
+    shot,
+    sign_in,
+    tenant,
+)
+
+BROKEN = (
+    '[{"type": "function", "name": "lookup", "url": "https://example.com",'
+    ' "parameters": {"type": "object", "properties": {"id": {"type": 12}}}}]'
+)
+
+
+def test_the_tool_editor_reports_a_broken_schema_and_commits_nothing(
+    page: Page,  # noqa: F811
+    tenant: Tenant,  # noqa: F811
+) -> None:
+    created = tenant.api.post(
+        "/agents", json={"name": "Riley", "config": {"prompt": "You are Riley."}}
+    )
+    assert created.status_code == 201
+    agent_id = created.json()["agent"]["id"]
+    sign_in(page, tenant)
+    page.get_by_role("link", name="Agents").click()
+    page.get_by_role("link", name="Riley").click()
+    tools = page.get_by_label("Tools (JSON)")
+    tools.fill(BROKEN)
+    # The live check, as one types.
+    check = page.locator("#config-check")
+    expect(check).to_contain_text("config/tools/0/parameters: is not a valid JSON Schema")
+    shot(page, "agent-tools-checked")
+    page.get_by_label("Commit message").fill("Broken lookup")
+    page.get_by_role("button", name="Commit to main").click()
+    alert = page.get_by_role("alert").first
+    expect(alert).to_contain_text("config/tools/0/parameters")
+    expect(page.get_by_label("Tools (JSON)")).to_have_value(BROKEN)
+    history = tenant.api.get(f"/agents/{agent_id}/commits").json()
+    assert history["total_count"] == 1
+    page.get_by_label("Tools (JSON)").fill('[{"type": "send_dtmf"}]')
+    expect(check).to_contain_text("The config is valid.")
+    page.get_by_role("button", name="Commit to main").click()
+    expect(page.get_by_role("status")).to_have_text("Committed.")
+    assert tenant.api.get(f"/agents/{agent_id}/commits").json()["total_count"] == 2
