@@ -16,7 +16,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import httpx
 import orjson
 
 from callplane.brain.base import ToolCall
@@ -30,9 +29,8 @@ from callplane.telephony.base import (
     TransferTarget,
 )
 from callplane.tools import ToolContext
-from callplane.tools.function import MAX_TIMEOUT_SECONDS
+from callplane.tools.function import function_tool_client
 from callplane.tools.toolbox import Toolbox
-from callplane.webhooks.network import webhook_transport
 
 MOCKED = orjson.dumps({"mocked": True}).decode()
 NO_LINE = "is not available in a text conversation (there is no phone line)"
@@ -111,13 +109,7 @@ async def tool_runner(
     if not run:
         yield Mocked()
         return
-    settings = runtime.settings
-    transport = webhook_transport(
-        settings.webhook_allow_private_networks, allow_loopback=settings.webhook_allow_loopback
-    )
-    async with httpx.AsyncClient(
-        transport=transport, timeout=httpx.Timeout(MAX_TIMEOUT_SECONDS), follow_redirects=False
-    ) as http:
+    async with function_tool_client(runtime.settings) as http:
         context = ToolContext(
             connection=TextLine(),
             call=call,

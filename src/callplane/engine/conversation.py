@@ -49,13 +49,12 @@ from callplane.models.calls import Call
 from callplane.runtime import Runtime
 from callplane.telephony.base import Connection
 from callplane.tools import ToolContext, Transfer
+from callplane.tools.function import function_tool_client
 from callplane.voices.service import call_voice_engine
-from callplane.webhooks.network import webhook_transport
 
 log = logging.getLogger("callplane.engine.conversation")
 
 #: The longest a function tool may take (DESIGN §15: ``timeout_seconds`` 1-30).
-MAX_TOOL_SECONDS = 30.0
 
 
 @dataclass
@@ -73,12 +72,7 @@ class ConversationServices:
     tools_http: httpx.AsyncClient = field(init=False)
 
     def __post_init__(self) -> None:
-        settings = self.runtime.settings
-        self.tools_http = httpx.AsyncClient(
-            transport=webhook_transport(settings.webhook_allow_private_networks),
-            timeout=httpx.Timeout(MAX_TOOL_SECONDS),
-            follow_redirects=False,
-        )
+        self.tools_http = function_tool_client(self.runtime.settings)
 
     async def aclose(self) -> None:
         await self.tools_http.aclose()

@@ -16,14 +16,28 @@ import httpx
 import orjson
 
 from callplane.models.base import utcnow
+from callplane.settings import Settings
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult
-from callplane.webhooks.network import BlockedAddress
+from callplane.webhooks.network import BlockedAddress, webhook_transport
 from callplane.webhooks.signing import signed_headers
 
 MAX_RESPONSE_BYTES = 16 * 1024
 DEFAULT_TIMEOUT_SECONDS = 10.0
 #: DESIGN §15's range (the API refuses others; an old commit is held to it here).
 MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS = 1.0, 30.0
+
+
+def function_tool_client(settings: Settings) -> httpx.AsyncClient:
+    """The client function tools post with, on a call or in a text conversation: webhooks'
+    network rule (and its loopback setting) checked at connect time, no redirects."""
+    return httpx.AsyncClient(
+        transport=webhook_transport(
+            settings.webhook_allow_private_networks, allow_loopback=settings.webhook_allow_loopback
+        ),
+        timeout=httpx.Timeout(MAX_TIMEOUT_SECONDS),
+        follow_redirects=False,
+        trust_env=False,
+    )
 
 
 class FunctionTool(Tool):
