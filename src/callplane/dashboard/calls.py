@@ -124,9 +124,10 @@ async def call_page(
     call = await service.get_call(session, person.organization_id, call_id)
     [wire] = await service.calls_wire(session, runtime_of(request), person.organization_id, [call])
     transcript = wire.get("transcripts") or []
-    latency = await call_turn_latencies(session, person.organization_id, call_id, transcript)
-    # One read of the events serves the timeline, the tool uses and the transfer.
+    # One read of the events serves the timeline, the turn latencies, the tool uses and the
+    # transfer.
     timeline = await events.list_call_events(session, person.organization_id, call_id)
+    latency = call_turn_latencies(timeline, transcript)
     transfer, transfer_at = transfer_of(wire, transcript, timeline)
     return render(
         request,

@@ -10,8 +10,8 @@ are computed here from the rows those return.
 from __future__ import annotations
 
 import math
-import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -241,17 +241,13 @@ async def outcomes_by_commit(
     return [commits[c] for c in recent]
 
 
-async def call_turn_latencies(
-    session: AsyncSession, org: int, call_id: uuid.UUID, transcript: list[dict[str, Any]]
+def call_turn_latencies(
+    events: Sequence[CallEvent], transcript: list[dict[str, Any]]
 ) -> dict[int, dict[str, Any]]:
     """The call page's latency per agent line (``observability.turns``): the call's
     ``agent.turn_latency`` events, placed on the transcript by their timestamps."""
-    rows = await session.scalars(
-        select_owned(CallEvent, org, CallEvent.data)
-        .where(CallEvent.call_uuid == call_id, CallEvent.type == TURN_EVENT)
-        .order_by(CallEvent.sequence)
-    )
-    return turns.by_transcript_line(transcript, [d for d in rows if isinstance(d, dict)])
+    measured = [e.data for e in events if e.type == TURN_EVENT and isinstance(e.data, dict)]
+    return turns.by_transcript_line(transcript, measured)
 
 
 def _answers(results: Any) -> list[str]:
