@@ -1,6 +1,6 @@
 """Benchmark: what a function tool adds to a turn (issue 25).
 
-    .venv/bin/python bench/tools.py [--turns 20] [--calls 10]
+    .venv/bin/python bench/tools.py [--turns 20] [--calls 10] [--pause 1.0]
 
 The real TurnLoop, the real OpenAI-compatible brain client talking to the tests' stub server
 (streaming, no think time), the real function tool posting, signed, to a real local receiver
@@ -12,6 +12,12 @@ that answers at once; the line and the speech engines are the conversation fakes
   line. Latency = end of the caller's turn to the first media of the agent's line.
 - ``10 calls``: ``--calls`` conversations at once, each making a tool call every turn.
 
+The brain stub and the receiver run in a process of their own, as the model's server and the
+organization's endpoint do in production: the measured process is the worker alone. Between an
+agent's line and the caller's next turn the caller takes ``--pause`` seconds (jittered ±50%),
+as a person does; ``--pause 0`` makes every call fire turn after turn with no gap, the worst
+case, where ten calls' turns queue for one CPU.
+
 Issue 25's bar: tool p50 <= plain p50 + the receiver's own time + 20 ms; 10 simultaneous calls
 not slower than 2x one alone. Prints a table; runs in a few seconds.
 """
@@ -20,6 +26,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
+import os
+import random
 import statistics
 import sys
 import time
@@ -60,7 +69,7 @@ def spec_for(url: str | None) -> AgentSpec:
 
 
 async def one_call(
-    brain_url: str, http: httpx.AsyncClient, url: str | None, turns: int
+    brain_url: str, http: httpx.AsyncClient, url: str | None, turns: int, pause: float = 0.0
 ) -> list[float]:
     brain = ChatCompletionsBrain(brain_url, timeout_seconds=10)
     context = ToolContext(connection=None, http=http, tools_secret=SECRET)  # type: ignore[arg-type]
@@ -69,6 +78,8 @@ async def one_call(
     call.start()
     await call.until(lambda: call.lines() == ["Hi."])
     for turn in range(turns):
+        if pause:
+            await asyncio.sleep(random.uniform(0.5, 1.5) * pause)
         call.says(f"What is the weather, turn {turn}?")
         await call.until(lambda n=turn: len(call.latencies) > n and len(call.lines()) > n + 1)
     call.hangs_up()
@@ -77,25 +88,42 @@ async def one_call(
     return call.latencies
 
 
-async def main(turns: int, calls: int) -> None:
-    stub_plain = StubLLM(replies=[LINE])
-    stub_tool = StubLLM(replies=[Reply("", "weather", {"city": "Lisbon"})], after_tool=[LINE])
-    with stub_plain, stub_tool:
-        async with (
-            receiver(lambda _n: Answer(body=b'{"sky": "sunny"}')) as endpoint,
-            httpx.AsyncClient(transport=webhook_transport(True), timeout=30) as http,
-        ):
-            await one_call(stub_tool.base_url, http, endpoint.url, 3)  # warm-up
-            plain = await one_call(stub_plain.base_url, http, None, turns)
-            tool = await one_call(stub_tool.base_url, http, endpoint.url, turns)
+def peers(connection: Any) -> None:
+    """The child process: the two brain stubs and the receiver, until told to stop."""
+
+    async def serve() -> None:
+        stub_plain = StubLLM(replies=[LINE])
+        stub_tool = StubLLM(replies=[Reply("", "weather", {"city": "Lisbon"})], after_tool=[LINE])
+        with stub_plain, stub_tool:
+            async with receiver(lambda _n: Answer(body=b'{"sky": "sunny"}')) as endpoint:
+                connection.send((stub_plain.base_url, stub_tool.base_url, endpoint.url))
+                await asyncio.get_running_loop().run_in_executor(None, connection.recv)
+
+    asyncio.run(serve())
+
+
+async def main(turns: int, calls: int, pause: float) -> None:
+    here, there = multiprocessing.Pipe()
+    child = multiprocessing.get_context("spawn").Process(target=peers, args=(there,))
+    child.start()
+    try:
+        plain_url, tool_url, endpoint_url = here.recv()
+        async with httpx.AsyncClient(transport=webhook_transport(True), timeout=30) as http:
+            await one_call(tool_url, http, endpoint_url, 3)  # warm-up
+            plain = await one_call(plain_url, http, None, turns, pause)
+            tool = await one_call(tool_url, http, endpoint_url, turns, pause)
             many_plain = await asyncio.gather(
-                *(one_call(stub_plain.base_url, http, None, turns) for _ in range(calls))
+                *(one_call(plain_url, http, None, turns, pause) for _ in range(calls))
             )
             started = time.perf_counter()
             many = await asyncio.gather(
-                *(one_call(stub_tool.base_url, http, endpoint.url, turns) for _ in range(calls))
+                *(one_call(tool_url, http, endpoint_url, turns, pause) for _ in range(calls))
             )
             wall = time.perf_counter() - started
+    finally:
+        here.send("stop")
+        child.join(10)
+    print(f"caller pause {pause:.2f} s (jittered), load {os.getloadavg()[0]:.1f}")
     p50_plain, p50_tool = statistics.median(plain), statistics.median(tool)
     p50_many = statistics.median([x for latencies in many for x in latencies])
     print(f"{'case':<28}{'p50 ms':>10}{'p90 ms':>10}")
@@ -125,5 +153,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--pause", type=float, default=1.0)
     args = parser.parse_args()
-    asyncio.run(main(args.turns, args.calls))
+    asyncio.run(main(args.turns, args.calls, args.pause))
