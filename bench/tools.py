@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import random
@@ -69,9 +70,12 @@ def spec_for(url: str | None) -> AgentSpec:
 
 
 async def one_call(
-    brain_url: str, http: httpx.AsyncClient, url: str | None, turns: int, pause: float = 0.0
+    brain: ChatCompletionsBrain,
+    http: httpx.AsyncClient,
+    url: str | None,
+    turns: int,
+    pause: float = 0.0,
 ) -> list[float]:
-    brain = ChatCompletionsBrain(brain_url, timeout_seconds=10)
     context = ToolContext(connection=None, http=http, tools_secret=SECRET)  # type: ignore[arg-type]
     call = Conversation(spec_for(url), brain, ms_per_char=0.01, tool_context=context)  # type: ignore[arg-type]
     context.connection = call.connection
@@ -84,7 +88,6 @@ async def one_call(
         await call.until(lambda n=turn: len(call.latencies) > n and len(call.lines()) > n + 1)
     call.hangs_up()
     await call.ended()
-    await brain.aclose()
     return call.latencies
 
 
@@ -108,16 +111,23 @@ async def main(turns: int, calls: int, pause: float) -> None:
     child.start()
     try:
         plain_url, tool_url, endpoint_url = here.recv()
-        async with httpx.AsyncClient(transport=webhook_transport(True), timeout=30) as http:
-            await one_call(tool_url, http, endpoint_url, 3)  # warm-up
-            plain = await one_call(plain_url, http, None, turns, pause)
-            tool = await one_call(tool_url, http, endpoint_url, turns, pause)
+        # One brain client per process, shared by its calls, as a worker's providers hold it.
+        plain_brain = ChatCompletionsBrain(plain_url, timeout_seconds=10)
+        tool_brain = ChatCompletionsBrain(tool_url, timeout_seconds=10)
+        async with (
+            contextlib.aclosing(plain_brain),
+            contextlib.aclosing(tool_brain),
+            httpx.AsyncClient(transport=webhook_transport(True), timeout=30) as http,
+        ):
+            await one_call(tool_brain, http, endpoint_url, 3)  # warm-up
+            plain = await one_call(plain_brain, http, None, turns, pause)
+            tool = await one_call(tool_brain, http, endpoint_url, turns, pause)
             many_plain = await asyncio.gather(
-                *(one_call(plain_url, http, None, turns, pause) for _ in range(calls))
+                *(one_call(plain_brain, http, None, turns, pause) for _ in range(calls))
             )
             started = time.perf_counter()
             many = await asyncio.gather(
-                *(one_call(tool_url, http, endpoint_url, turns, pause) for _ in range(calls))
+                *(one_call(tool_brain, http, endpoint_url, turns, pause) for _ in range(calls))
             )
             wall = time.perf_counter() - started
     finally:
