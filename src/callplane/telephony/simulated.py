@@ -35,6 +35,7 @@ from callplane.telephony.base import (
     SAMPLE_RATE,
     SAMPLE_WIDTH,
     AnsweredBy,
+    Brief,
     Connection,
     DialFailed,
     DialRequest,
@@ -59,6 +60,8 @@ BYTES_PER_SECOND = SAMPLE_RATE * SAMPLE_WIDTH
 AGENT, PERSON = 0, 1
 LINE_GAP_SECONDS = 0.4
 GREETING = "Hello?"
+#: A warm transfer's simulated person stays on the line at most this long.
+TRANSFER_LEG_SECONDS = 60.0
 VOICEMAIL_GREETING = "You have reached voicemail. Please leave a message after the tone."
 
 
@@ -132,15 +135,26 @@ class SimulatedConnection(Connection):
     # what the agent pressed is kept, so tools are testable without SIP.
     dtmf_sent: tuple[str, ...] = ()
     transfers: tuple[TransferTarget, ...] = ()
+    #: What the person answering each warm transfer was told before being put through.
+    briefed: tuple[str, ...] = ()
 
     async def send_dtmf(self, digits: str) -> None:
         self.dtmf_sent = (*self.dtmf_sent, digits)
 
-    async def transfer(self, target: TransferTarget) -> TransferOutcome:
+    async def transfer(self, target: TransferTarget, brief: Brief | None = None) -> TransferOutcome:
         if self._ended.is_set():
             return TransferOutcome(False, "the call has ended")
         if (target.number or "").endswith("0005"):
             return TransferOutcome(False, "busy")
+        if target.mode == "warm" and brief is not None:
+            # A simulated person answers and is briefed; there is no bridge to hold (text).
+            person = SimulatedConnection("human", TRANSFER_LEG_SECONDS)
+            try:
+                await brief(person)
+            finally:
+                await person.hangup()
+            told = [f.text for f in person.played if isinstance(f, TextFrame)]
+            self.briefed = (*self.briefed, " ".join(told))
         self.transfers = (*self.transfers, target)
         # The agent's leg is left to the agent to hang up, once the transfer is recorded (as
         # after a SIP transfer's NOTIFY 200).
