@@ -284,6 +284,8 @@ async def test_a_worker_stopping_during_the_bridge_hangs_up_both_legs_and_comple
             await _until_transferred(warm)
             await warm.engine.stop(grace=0)
             call = await warm.ended()  # both SIPps got their BYE
+            assert isinstance(warm.engine.adapter, SipAdapter)
+            await asyncio.wait_for(warm.engine.adapter.wait_closed(), 30)
             events = await events_of(warm.client, warm.org, warm.call_id)
     assert call["status"] == "completed" and call["transferred"] is True
     types = [e["type"] for e in events]
@@ -319,28 +321,36 @@ async def test_a_refer_follows_the_route_set_of_a_call_that_came_through_the_edg
         caller.send(invite(caller, worker, record_route=record_route), worker)
         ok = await caller.response(200, "INVITE")
         caller.send(ack_for(ok, caller), worker)
+        # Stopped now, the adapter closes its socket once this call is over.
+        await adapter.stop()
         refer = await proxy.receive(within=10)
         assert refer.startswith(f"REFER sip:+15557654321@127.0.0.1:{caller.port} SIP/2.0")
         assert headers(refer, "Route") == [record_route]
         assert header(refer, "Refer-To") == "<sip:desk@127.0.0.1:5099>"
-        # The proxy passes the far end's refusal back: the transfer is refused, not stuck.
-        refusal = "\n".join(
-            [
-                "SIP/2.0 405 Method Not Allowed",
-                *(f"Via: {via}" for via in headers(refer, "Via")),
-                *(f"{name}: {header(refer, name)}" for name in ("From", "To", "Call-ID", "CSeq")),
-                "Content-Length: 0",
-                "",
-                "",
-            ]
-        )
-        proxy.send(refusal, worker)
-        for _ in range(100):
-            if outcomes:
-                break
-            await asyncio.sleep(0.1)
+        # The proxy passes the far end's refusal back: the transfer is refused, not stuck; the
+        # agent then hangs up, along the same route.
+        proxy.send(_answer(refer, "405 Method Not Allowed"), worker)
+        bye = await proxy.receive(within=10)
+        while bye.startswith("REFER "):  # retransmitted before our answer arrived
+            bye = await proxy.receive(within=10)
+        assert bye.startswith("BYE ") and headers(bye, "Route") == [record_route]
+        proxy.send(_answer(bye, "200 OK"), worker)
+        await asyncio.wait_for(adapter.wait_closed(), 30)
         assert outcomes == [TransferOutcome(False, "refused (405 Method Not Allowed)")]
     finally:
         await adapter.stop()
         proxy.close()
         caller.close()
+
+
+def _answer(request: str, status: str) -> str:
+    return "\n".join(
+        [
+            f"SIP/2.0 {status}",
+            *(f"Via: {via}" for via in headers(request, "Via")),
+            *(f"{name}: {header(request, name)}" for name in ("From", "To", "Call-ID", "CSeq")),
+            "Content-Length: 0",
+            "",
+            "",
+        ]
+    )

@@ -135,6 +135,7 @@ class SipAdapter(TelephonyAdapter):
         self._tasks: set[asyncio.Task[None]] = set()
         self._signalling: tuple[str, int] | None = None
         self._referrals = Referrals()
+        self._closed = asyncio.Event()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SipAdapter:
@@ -217,6 +218,12 @@ class SipAdapter(TelephonyAdapter):
         if self._transport is not None:
             await self._transport.stop()
         self._transport = None
+        self._closed.set()
+
+    async def wait_closed(self) -> None:
+        """Return once the socket is closed: stopped, and the last calls' signalling (their
+        BYEs) done with."""
+        await self._closed.wait()
 
     def _spawn(self, coroutine: Awaitable[None], name: str) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
