@@ -218,7 +218,7 @@ async def test_a_warm_transfer_briefs_the_person_then_bridges_them_to_the_caller
 ) -> None:
     # The person talks for a while after the summary, then hangs up.
     with _transfer_brain() as brain:
-        person = _hangup("far", hold_ms=12000)
+        person = _hangup("far", hold_ms=15000)
         async with warm_call(make_app, tmp_path, brain, PERSON, HANGUP_BLOCK=person) as warm:
             call = await warm.ended()
             events = await events_of(warm.client, warm.org, warm.call_id)
