@@ -191,6 +191,9 @@ async def warm_call(
             yield WarmCall(client, org, call_id, engine, caller, destination, media)
     finally:
         await engine.stop()
+        # Its socket closes once the last BYEs are answered: not left to the garbage collector.
+        assert isinstance(engine.adapter, SipAdapter)
+        await asyncio.wait_for(engine.adapter.wait_closed(), 30)
         speaking.cancel()
         transport.close()
         await caller.stop()
@@ -284,8 +287,6 @@ async def test_a_worker_stopping_during_the_bridge_hangs_up_both_legs_and_comple
             await _until_transferred(warm)
             await warm.engine.stop(grace=0)
             call = await warm.ended()  # both SIPps got their BYE
-            assert isinstance(warm.engine.adapter, SipAdapter)
-            await asyncio.wait_for(warm.engine.adapter.wait_closed(), 30)
             events = await events_of(warm.client, warm.org, warm.call_id)
     assert call["status"] == "completed" and call["transferred"] is True
     types = [e["type"] for e in events]
