@@ -138,6 +138,7 @@ async def warm_call(
     brain: StubLLM,
     person: str,
     message: str | None = MESSAGE,
+    max_call_seconds: int = 80,
     **person_values: str,
 ) -> AsyncIterator[WarmCall]:
     """An outbound call to the caller's SIPp (it waits for our BYE, sending silence all along)
@@ -176,7 +177,7 @@ async def warm_call(
         sip_trunk=f"sip:127.0.0.1:{caller.port}",
         llm_base_url=brain.base_url,
         llm_timeout_seconds=5,
-        max_call_seconds=80,
+        max_call_seconds=max_call_seconds,
     )
 
     async def agents(_runtime: Any, _call: Any) -> AgentCommit:
@@ -291,6 +292,22 @@ async def test_a_worker_stopping_during_the_bridge_hangs_up_both_legs_and_comple
     assert call["status"] == "completed" and call["transferred"] is True
     types = [e["type"] for e in events]
     assert events[types.index("call.ended")]["data"]["reason"] == "the worker stopped"
+
+
+async def test_the_maximum_call_length_ends_a_bridged_call_and_both_legs(
+    make_app: AppFactory, tmp_path: Path
+) -> None:
+    # Nobody hangs up; the call's 30 s are well past the few seconds the transfer takes.
+    with _transfer_brain() as brain:
+        person = _hangup("near")
+        async with warm_call(
+            make_app, tmp_path, brain, PERSON, max_call_seconds=30, HANGUP_BLOCK=person
+        ) as warm:
+            call = await warm.ended()  # both SIPps got their BYE
+            events = await events_of(warm.client, warm.org, warm.call_id)
+    assert call["status"] == "completed" and call["transferred"] is True
+    types = [e["type"] for e in events]
+    assert events[types.index("call.ended")]["data"]["reason"] == "maximum call length reached"
 
 
 async def _until_transferred(warm: WarmCall) -> None:
