@@ -13,7 +13,7 @@ from standardwebhooks.webhooks import Webhook
 
 from callplane.engine.agent import AgentCommit
 from callplane.engine.worker import Engine
-from callplane.tools.transfer import HANDOFF_INSTRUCTIONS
+from callplane.tools.transfer import HANDOFF_INSTRUCTIONS, from_caller_lines
 from callplane.webhooks.signing import new_secret
 from tests.conftest import client_for
 from tests.engine_support import FAST_ENGINE, create_call, events_of, wait_for_call
@@ -347,3 +347,21 @@ async def test_tables_and_contact_data_stay_in_the_call_s_organization(make_app:
     assert sorted(r["item"] for r in records["records"]) == ["ink", "pen"]
     assert [r["qty"] for r in their_records["records"]] == [99]
     assert contact["data"] == {"name": "Dana", "plan": "gold"}
+
+
+def test_without_a_brain_the_warm_summary_is_the_caller_s_own_last_words() -> None:
+    transcript = [
+        {"role": "assistant", "text": "Hi, this is Ada. How can I help?"},
+        {"role": "user", "text": "Hello."},
+        {"role": "user", "text": "I was charged twice for my order."},
+        {"role": "assistant", "function_name": "transfer_call", "text": ""},
+        {"role": "user", "text": "Please put me through to someone. " * 30},
+    ]
+    said = from_caller_lines(transcript)
+    assert said.startswith("A caller is being put through to you. They said: I was charged")
+    # A rambling caller is cut at a sentence end: the person is not kept listening.
+    assert len(said) <= 320 and said.endswith(".")
+    assert "Hello." not in said  # only the last two lines
+    assert from_caller_lines([]) == (
+        "A caller is being put through to you. They have not said why yet."
+    )
