@@ -13,6 +13,7 @@ from standardwebhooks.webhooks import Webhook
 
 from callplane.engine.agent import AgentCommit
 from callplane.engine.worker import Engine
+from callplane.tools.transfer import HANDOFF_INSTRUCTIONS, from_caller_lines
 from callplane.webhooks.signing import new_secret
 from tests.conftest import client_for
 from tests.engine_support import FAST_ENGINE, create_call, events_of, wait_for_call
@@ -50,7 +51,7 @@ async def agent_calls(
     async def agents(_runtime: Any, _call: Any) -> AgentCommit:
         return AgentCommit("commit-1", config, tools_secret=secret, agent_name="Ada")
 
-    engine = Engine(runtime_of(app), agents=agents)
+    engine = app.state.engine = Engine(runtime_of(app), agents=agents)  # as an embedded one
     await engine.start()
     try:
         yield app
@@ -224,6 +225,60 @@ async def test_a_refused_transfer_is_told_and_an_accepted_one_is_recorded_for_th
     assert body["data"]["call"]["id"] == call_id
 
 
+async def test_a_warm_transfer_briefs_the_person_with_a_summary_and_a_busy_one_is_told(
+    make_app: Any,
+) -> None:
+    summary = "A caller wants help with a double charge. They would like a refund."
+    config = {
+        "tools": [
+            {
+                "type": "transfer_call",
+                "destinations": [
+                    {"name": "billing", "number": "+14155550005", "mode": "warm"},
+                    {
+                        "name": "sales",
+                        "number": "+14155550100",
+                        "mode": "warm",
+                        "handoff_provider": "genesys",
+                        "message": "Let me put you through to sales.",
+                    },
+                ],
+            }
+        ]
+    }
+    brain = StubLLM(
+        replies=[
+            Reply("", "transfer_call", {"destination": "billing"}),
+            Reply("", "transfer_call", {"destination": "sales"}),
+        ],
+        after_tool=["Billing is busy, shall I try sales?"],
+        summary=summary,
+    )
+    with brain:
+        async with agent_calls(make_app, brain, config, script=["Yes please."]) as app:
+            org = await make_org(app, "Bright Smiles")
+            async with client_for(app) as client:
+                call, events = await place(client, org, "+14155550152")
+            briefed = app.state.engine.adapter.briefed
+        summary_requests = [
+            r
+            for r in brain.requests
+            if any(m.get("content") == HANDOFF_INSTRUCTIONS for m in r["messages"])
+        ]
+    uses = tool_uses(call)
+    assert "did not go through: busy" in uses[1][2]
+    assert uses[-1] == ("tool", "transfer_call", '{"transferred":true,"destination":"sales"}')
+    assert call["transferred"] is True and call["status"] == "completed"
+    assert call["handoff_metadata"]["genesys"]["conversation_id"].startswith("simulated-")
+    # The person was told the brain's summary of the call so far (the caller's "Yes please.").
+    assert briefed == [summary]
+    [asked] = summary_requests
+    assert "Yes please." in asked["messages"][-1]["content"]
+    types = [e["type"] for e in events]
+    assert types.index("call.transferred") < types.index("call.ended")
+    assert events[types.index("call.ended")]["data"]["reason"] == "the call was transferred"
+
+
 async def test_tables_and_contact_data_stay_in_the_call_s_organization(make_app: Any) -> None:
     config = {
         "tools": [
@@ -292,3 +347,21 @@ async def test_tables_and_contact_data_stay_in_the_call_s_organization(make_app:
     assert sorted(r["item"] for r in records["records"]) == ["ink", "pen"]
     assert [r["qty"] for r in their_records["records"]] == [99]
     assert contact["data"] == {"name": "Dana", "plan": "gold"}
+
+
+def test_without_a_brain_the_warm_summary_is_the_caller_s_own_last_words() -> None:
+    transcript = [
+        {"role": "assistant", "text": "Hi, this is Ada. How can I help?"},
+        {"role": "user", "text": "Hello."},
+        {"role": "user", "text": "I was charged twice for my order."},
+        {"role": "assistant", "function_name": "transfer_call", "text": ""},
+        {"role": "user", "text": "Please put me through to someone. " * 30},
+    ]
+    said = from_caller_lines(transcript)
+    assert said.startswith("A caller is being put through to you. They said: I was charged")
+    # A rambling caller is cut at a sentence end: the person is not kept listening.
+    assert len(said) <= 320 and said.endswith(".")
+    assert "Hello." not in said  # only the last two lines
+    assert from_caller_lines([]) == (
+        "A caller is being put through to you. They have not said why yet."
+    )

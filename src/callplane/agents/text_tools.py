@@ -21,6 +21,7 @@ import orjson
 from callplane.brain.base import ToolCall
 from callplane.runtime import Runtime
 from callplane.telephony.base import (
+    Brief,
     Connection,
     EndedBy,
     Frame,
@@ -65,7 +66,7 @@ class TextLine(Connection):
     async def send_dtmf(self, digits: str) -> None:
         raise TelephonyFeatureMissing(f"pressing keys {NO_LINE}")
 
-    async def transfer(self, target: TransferTarget) -> TransferOutcome:
+    async def transfer(self, target: TransferTarget, brief: Brief | None = None) -> TransferOutcome:
         raise TelephonyFeatureMissing(f"transferring the call {NO_LINE}")
 
 

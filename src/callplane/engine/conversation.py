@@ -41,6 +41,7 @@ from callplane.engine.agent import (
 from callplane.engine.endpointing import Endpointing
 from callplane.engine.listening import Listener
 from callplane.engine.providers import Providers
+from callplane.engine.reply import Reply
 from callplane.engine.speaking import Speaker
 from callplane.engine.toolwrites import record_transfer, set_cart
 from callplane.engine.turn_loop import TranscriptLog, TurnLoop
@@ -196,6 +197,20 @@ async def hold_conversation(
     async def transferred(transfer: Transfer) -> None:
         await record_transfer(runtime, organization_id, call_id, transfer, commit.agent_name)
 
+    # The call's voice speaks every agent line (DESIGN §16): its Voice's engine, else an
+    # espeak-ng voice for the agent's language, else the server's default.
+    engine = await call_voice_engine(runtime, organization_id, spec.voice_id)
+    synthesizer = providers.synthesizer(engine or voice_of(spec))
+    connection.speak_as(synthesizer)
+
+    async def speak_to(other: Connection, line: str) -> None:
+        said = Reply()
+        speaker = Speaker(other, synthesizer)
+        await speaker.say(said, line)
+        await speaker.end_line(said)
+        said.generated()
+        await said.wait_for_playout()
+
     tool_context = ToolContext(
         connection=connection,
         call=context.tool_payload(),
@@ -205,12 +220,10 @@ async def hold_conversation(
         tools_secret=commit.tools_secret,
         set_cart=cart,
         record_transfer=transferred,
+        speak_to=speak_to,
+        transcript=context.transcript,
+        brain=providers.brain,
     )
-    # The call's voice speaks every agent line (DESIGN §16): its Voice's engine, else an
-    # espeak-ng voice for the agent's language, else the server's default.
-    engine = await call_voice_engine(runtime, organization_id, spec.voice_id)
-    synthesizer = providers.synthesizer(engine or voice_of(spec))
-    connection.speak_as(synthesizer)
     loop = TurnLoop(
         connection=connection,
         listener=Listener(

@@ -491,7 +491,8 @@ class TurnLoop:
         self._ending = True
         self._reason = reason
         await self.speaker.finish()
-        await self.connection.hangup()
+        if not self.connection.handed_over:  # a warm transfer's bridge holds the call on
+            await self.connection.hangup()
 
 
 async def _think(

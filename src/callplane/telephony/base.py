@@ -68,6 +68,11 @@ class DialRequest:
     ring_timeout_seconds: float
     #: Carried into the adapter's log lines so one call can be followed end to end.
     call_ref: str = ""
+    #: A SIP URI called directly rather than ``to_number`` through the trunk (a warm
+    #: transfer's ``sip`` destination).
+    uri: str | None = None
+    #: Extra SIP headers on the INVITE (a warm transfer's ``X-Callplane-Screen-Pop``).
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,11 @@ class TransferOutcome:
     leg_call_id: str = ""
 
 
+#: Tells the person who answered a warm transfer what the call is about (the tool speaks a
+#: summary on their connection), before the caller is put through.
+Brief = Callable[["Connection"], Awaitable[None]]
+
+
 @dataclass
 class Connection(abc.ABC):
     """One answered call."""
@@ -172,10 +182,18 @@ class Connection(abc.ABC):
         """Press ``digits`` (``DTMF_PATTERN``) toward the far end."""
         raise TelephonyFeatureMissing("this phone network cannot send keypresses")
 
-    async def transfer(self, target: TransferTarget) -> TransferOutcome:
-        """Hand the far end to ``target``; the outcome says whether it was accepted (the
-        agent's leg then ends) or why not (the conversation goes on)."""
+    async def transfer(self, target: TransferTarget, brief: Brief | None = None) -> TransferOutcome:
+        """Hand the far end to ``target``; the outcome says whether it was accepted or why not
+        (the conversation goes on). Cold, the agent's leg then ends. Warm, the destination is
+        dialled, ``brief`` is given the person's connection once they answer, then the two are
+        bridged (``handed_over``) until either hangs up."""
         raise TelephonyFeatureMissing("this phone network cannot transfer calls")
+
+    @property
+    def handed_over(self) -> bool:
+        """A warm transfer put the far end through to a person: the agent is out of the call,
+        which goes on until the bridge ends (``hangup`` still ends it at once)."""
+        return False
 
     def speak_as(self, voice: Synthesizer | None) -> None:
         """The agent's voice, for a network that renders its text lines as audio itself (the

@@ -20,11 +20,13 @@ from callplane.telephony.base import (
     FRAME_BYTES,
     FRAME_MS,
     SAMPLE_RATE,
+    Brief,
     EndedBy,
     Recording,
     TransferOutcome,
     TransferTarget,
 )
+from callplane.telephony.bridge import warm_transfer
 from callplane.telephony.recording import CallRecorder
 
 logger = logging.getLogger("callplane.telephony.sip")
@@ -54,10 +56,14 @@ class SipConnection(AudioLine):
         send_bye: Callable[[], Awaitable[None]],
         media_timeout_seconds: float | None = None,
         refer: Callable[[TransferTarget], Awaitable[TransferOutcome]] | None = None,
+        dial_leg: Callable[[TransferTarget], Awaitable[tuple[AudioLine, str]]] | None = None,
     ) -> None:
         super().__init__(media="audio")
         #: Cold transfer on the call's dialog (``sip_transfer``); None: not possible here.
         self._refer = refer
+        #: A warm transfer's second leg (the adapter's dial): the person's connection and its
+        #: SIP Call-ID; None: not possible here.
+        self._dial_leg = dial_leg
         self.call_ref = call_ref
         self._rtp = rtp
         self._send_bye = send_bye
@@ -194,10 +200,6 @@ class SipConnection(AudioLine):
         socket open until then, also when stopping)."""
         await self._closed.wait()
 
-    @property
-    def ended(self) -> bool:
-        return self._ended.is_set()
-
     async def send_dtmf(self, digits: str) -> None:
         """RFC 4733 telephone-events (payload type 101) on the call's RTP stream, a 160 ms
         event per key with a pause between, each at its own timestamp."""
@@ -208,10 +210,13 @@ class SipConnection(AudioLine):
             self._rtp.send_dtmf(digit, duration_ms=DTMF_TONE_MS, timestamp=timestamp)
             await asyncio.sleep((DTMF_TONE_MS + DTMF_GAP_MS) / 1000)
 
-    async def transfer(self, target: TransferTarget) -> TransferOutcome:
-        if self._refer is None or target.mode != "cold":
-            return await super().transfer(target)
-        return await self._refer(target)
+    async def transfer(self, target: TransferTarget, brief: Brief | None = None) -> TransferOutcome:
+        dial_leg = self._dial_leg
+        if target.mode == "warm" and dial_leg is not None:
+            return await warm_transfer(self, lambda: dial_leg(target), brief)
+        if target.mode == "cold" and self._refer is not None:
+            return await self._refer(target)
+        return await super().transfer(target, brief)
 
     async def wait_ended(self) -> EndedBy:
         await self._ended.wait()

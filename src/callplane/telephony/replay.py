@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 from callplane.telephony.base import (
+    Brief,
     Connection,
     EndedBy,
     Frame,
@@ -65,5 +66,9 @@ class Replayed(Connection):
     async def send_dtmf(self, digits: str) -> None:
         await self.inner.send_dtmf(digits)
 
-    async def transfer(self, target: TransferTarget) -> TransferOutcome:
-        return await self.inner.transfer(target)
+    async def transfer(self, target: TransferTarget, brief: Brief | None = None) -> TransferOutcome:
+        return await self.inner.transfer(target, brief)
+
+    @property
+    def handed_over(self) -> bool:
+        return self.inner.handed_over

@@ -15,6 +15,10 @@ it ends (text arrives faster than speech), so a demo call can be listened to.
 ``script`` makes the person talk back: after "Hello?", each line the agent plays is
 answered with the next line of the script, while lines remain (CALLPLANE_SIMULATED_SCRIPT).
 
+Transfers are accepted, cold or warm, except to numbers ending in ``0005`` (busy); a warm one's
+person is a simulated connection too, told the summary (kept in ``briefed``), with no bridge to
+hold: the agent's leg then ends as after a cold one.
+
 Inbound calls are simulated with ``ring``: it offers a call to the router given to ``start``, as
 a SIP INVITE would, and holds it with the same simulated person.
 """
@@ -35,6 +39,7 @@ from callplane.telephony.base import (
     SAMPLE_RATE,
     SAMPLE_WIDTH,
     AnsweredBy,
+    Brief,
     Connection,
     DialFailed,
     DialRequest,
@@ -59,6 +64,8 @@ BYTES_PER_SECOND = SAMPLE_RATE * SAMPLE_WIDTH
 AGENT, PERSON = 0, 1
 LINE_GAP_SECONDS = 0.4
 GREETING = "Hello?"
+#: A warm transfer's simulated person stays on the line at most this long.
+TRANSFER_LEG_SECONDS = 60.0
 VOICEMAIL_GREETING = "You have reached voicemail. Please leave a message after the tone."
 
 
@@ -69,8 +76,11 @@ class SimulatedConnection(Connection):
         call_seconds: float,
         script: Sequence[str] = (),
         person_voice: Synthesizer | None = None,
+        briefed: list[str] | None = None,
     ) -> None:
         super().__init__(media="text", answered_by=answered_by)
+        #: What the person answering each warm transfer was told before being put through.
+        self.briefed = [] if briefed is None else briefed
         self._incoming: asyncio.Queue[Frame | None] = asyncio.Queue()
         self._ended = asyncio.Event()
         self._script = list(script) if answered_by == "human" else []
@@ -136,11 +146,20 @@ class SimulatedConnection(Connection):
     async def send_dtmf(self, digits: str) -> None:
         self.dtmf_sent = (*self.dtmf_sent, digits)
 
-    async def transfer(self, target: TransferTarget) -> TransferOutcome:
+    async def transfer(self, target: TransferTarget, brief: Brief | None = None) -> TransferOutcome:
         if self._ended.is_set():
             return TransferOutcome(False, "the call has ended")
         if (target.number or "").endswith("0005"):
             return TransferOutcome(False, "busy")
+        if target.mode == "warm" and brief is not None:
+            # A simulated person answers and is briefed; there is no bridge to hold (text).
+            person = SimulatedConnection("human", TRANSFER_LEG_SECONDS)
+            try:
+                await brief(person)
+            finally:
+                await person.hangup()
+            told = [f.text for f in person.played if isinstance(f, TextFrame)]
+            self.briefed.append(" ".join(told))
         self.transfers = (*self.transfers, target)
         # The agent's leg is left to the agent to hang up, once the transfer is recorded (as
         # after a SIP transfer's NOTIFY 200).
@@ -210,6 +229,8 @@ class SimulatedTelephony(TelephonyAdapter):
         self._inbound: set[asyncio.Task[None]] = set()
         #: Every number dialled, in order (tests count dial attempts with it).
         self.dialled: list[str] = []
+        #: Every summary a warm transfer's person was told, in order (tests read it).
+        self.briefed: list[str] = []
 
     async def start(self, route_inbound: InboundRouter) -> None:
         self._route_inbound = route_inbound
@@ -227,7 +248,9 @@ class SimulatedTelephony(TelephonyAdapter):
         if outcome == "failed":
             raise DialFailed("failed", "503 Service Unavailable (simulated)")
         answered_by: AnsweredBy = "voicemail" if outcome == "voicemail" else "human"
-        return SimulatedConnection(answered_by, self.call_seconds, self.script, self.person_voice)
+        return SimulatedConnection(
+            answered_by, self.call_seconds, self.script, self.person_voice, self.briefed
+        )
 
     async def ring(self, offer: InboundOffer) -> bool:
         """Simulate an inbound call: False when refused (SIP would answer 404), else the call is
@@ -237,7 +260,9 @@ class SimulatedTelephony(TelephonyAdapter):
         runner = await self._route_inbound(offer)
         if runner is None:
             return False
-        connection = SimulatedConnection("human", self.call_seconds, self.script, self.person_voice)
+        connection = SimulatedConnection(
+            "human", self.call_seconds, self.script, self.person_voice, self.briefed
+        )
 
         async def hold() -> None:
             try:

@@ -40,6 +40,7 @@ from aiosipua.dialog import Dialog
 from aiosipua.sdp import SdpNegotiationError
 
 from callplane.observability.metrics import count_sip_message
+from callplane.telephony.audio_line import AudioLine
 from callplane.telephony.base import (
     Connection,
     DialFailed,
@@ -51,10 +52,11 @@ from callplane.telephony.base import (
     TransferOutcome,
     TransferTarget,
 )
+from callplane.telephony.bridge import RING_SECONDS
 from callplane.telephony.media import SipConnection
 from callplane.telephony.sip_config import Trunk, parse_host_port, parse_port_range
-from callplane.telephony.sip_dialog import hangup, keep_record_route
-from callplane.telephony.sip_transfer import Referrals, refer_to_uri
+from callplane.telephony.sip_dialog import hangup, keep_record_route, next_hop
+from callplane.telephony.sip_transfer import SCREEN_POP_HEADER, Referrals, refer_to_uri
 from callplane.telephony.sip_wire import (
     CODECS,
     UNPARSEABLE,
@@ -133,6 +135,7 @@ class SipAdapter(TelephonyAdapter):
         self._tasks: set[asyncio.Task[None]] = set()
         self._signalling: tuple[str, int] | None = None
         self._referrals = Referrals()
+        self._closed = asyncio.Event()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SipAdapter:
@@ -215,6 +218,12 @@ class SipAdapter(TelephonyAdapter):
         if self._transport is not None:
             await self._transport.stop()
         self._transport = None
+        self._closed.set()
+
+    async def wait_closed(self) -> None:
+        """Return once the socket is closed: stopped, and the last calls' signalling (their
+        BYEs) done with."""
+        await self._closed.wait()
 
     def _spawn(self, coroutine: Awaitable[None], name: str) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
@@ -230,24 +239,59 @@ class SipAdapter(TelephonyAdapter):
     # -- outbound -------------------------------------------------------------------------
 
     async def dial(self, request: DialRequest) -> Connection:
-        if self.trunk is None:
+        connection, _ = await self._place(request)
+        return connection
+
+    async def _transfer_leg(self, target: TransferTarget, ref: str) -> tuple[AudioLine, str]:
+        """A warm transfer's second leg: the destination dialled like an outbound call (a
+        ``number`` through the trunk, a ``sip`` URI directly), with the screen-pop header."""
+        request = DialRequest(
+            to_number=target.number or "",
+            from_number=None,
+            ring_timeout_seconds=RING_SECONDS,
+            call_ref=f"{ref} transfer",
+            uri=target.sip,
+            headers=((SCREEN_POP_HEADER, target.screen_pop_token),),
+        )
+        return await self._place(request)
+
+    async def _callee(
+        self, request: DialRequest
+    ) -> tuple[str, tuple[str, int], SipDigestAuth | None]:
+        """Who the INVITE is for, where it is sent, and the trunk's credentials."""
+        if request.uri is not None:
+            try:
+                uri = parse_uri(request.uri)
+                if not request.uri.lower().startswith("sip:") or not uri.host:
+                    raise ValueError("no host")
+                return request.uri, (await resolve(uri.host), uri.port or 5060), None
+            except (ValueError, IndexError, OSError):
+                raise DialFailed("failed", f"{request.uri} is not a SIP URI we can reach") from None
+        trunk = self.trunk
+        if trunk is None:
             raise DialFailed("failed", "no SIP trunk configured (CALLPLANE_SIP_TRUNK)")
+        auth = SipDigestAuth(trunk.user, trunk.password or "") if trunk.user else None
+        callee = f"sip:{sip_user(request.to_number)}@{trunk.host}:{trunk.port}"
+        return callee, (await resolve(trunk.host), trunk.port), auth
+
+    async def _place(self, request: DialRequest) -> tuple[SipConnection, str]:
+        """Dial; the answered connection and its SIP Call-ID."""
+        ref = request.call_ref
+        callee, remote, auth = await self._callee(request)
         if self._uac is None or not self._accepting:
             raise DialFailed("failed", "the SIP adapter is not running")
-        ref = request.call_ref
-        trunk = self.trunk
-        trunk_addr = (await resolve(trunk.host), trunk.port)
         port, reservation = self._reserve_rtp_port()
         sdp_offer = offer(self._media_host, port)
         caller = sip_user(request.from_number) or USER_AGENT
         listen_port = self.listen_address[1]
         call = self._uac.send_invite(
             f"sip:{caller}@{self._media_host}:{listen_port}",
-            f"sip:{sip_user(request.to_number)}@{trunk.host}:{trunk.port}",
-            trunk_addr,
+            callee,
+            remote,
             sdp_offer,
+            extra_headers=dict(request.headers) or None,
             user_agent=USER_AGENT,
-            auth=SipDigestAuth(trunk.user, trunk.password or "") if trunk.user else None,
+            auth=auth,
         )
         self._dialing[call.call_id] = call
         logger.info("call %s: INVITE %s (SIP Call-ID %s)", ref, call.callee, call.call_id)
@@ -278,7 +322,7 @@ class SipAdapter(TelephonyAdapter):
             self._send_bye(call)
             raise DialFailed("failed", f"media setup failed: {exc}") from None
         logger.info("call %s: answered", ref)
-        return connection
+        return connection, call.call_id
 
     async def _connect_answered(
         self, call: OutgoingCall, port: int, reservation: list[socket.socket], ref: str
@@ -296,6 +340,7 @@ class SipAdapter(TelephonyAdapter):
             send_bye=lambda: self._hangup_outbound(call),
             media_timeout_seconds=self._media_timeout,
             refer=lambda target: self._refer(call.dialog, call.remote_addr, target),
+            dial_leg=lambda target: self._transfer_leg(target, ref),
         )
         self._register(call.call_id, connection)
         return connection
@@ -528,7 +573,10 @@ class SipAdapter(TelephonyAdapter):
             call_ref=ref,
             send_bye=lambda: self._hangup_inbound(call),
             media_timeout_seconds=self._media_timeout,
-            refer=lambda target: self._refer(call.dialog, call.source_addr, target),
+            # In-dialog, like our BYE: along the route set (the SIP edge), not back to the
+            # INVITE's source.
+            refer=lambda target: self._refer(call.dialog, next_hop(call), target),
+            dial_leg=lambda target: self._transfer_leg(target, ref),
         )
         self._register(ref, connection)
         try:

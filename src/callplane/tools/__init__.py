@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import httpx
 
+    from callplane.brain.base import Brain
     from callplane.runtime import Runtime
     from callplane.telephony.base import Connection
 
@@ -70,6 +71,13 @@ class ToolContext:
     record_transfer: Callable[[Transfer], Awaitable[None]] = _nothing
     #: Says a line to the caller (a transfer's ``message``) before the tool goes on.
     say: Callable[[str], Awaitable[None]] = _nothing
+    #: Says a line on another connection in the call's voice (a warm transfer's summary to
+    #: the person who answered), returning once it has been heard.
+    speak_to: Callable[[Connection, str], Awaitable[None]] = _nothing
+    #: The call's transcript so far (SPEC's entries), and the brain (None: none configured),
+    #: for a warm transfer's summary.
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    brain: Brain | None = None
 
     def need_runtime(self) -> tuple[Runtime, int]:
         if self.runtime is None or self.organization_id is None:

@@ -3,21 +3,39 @@
 The brain picks one of the configured destinations by name. Its ``message`` is said to the
 caller first; then the network transfers (SIP REFER cold, or dial-and-bridge warm). Accepted:
 the call's transfer record is written (``transferred``, ``screen_pop_token``,
-``handoff_metadata``, ``call.transferred``) and, cold, the agent's leg has ended. Refused, busy
-or unanswered: the brain is told why, to tell the caller, and the conversation goes on.
+``handoff_metadata``, ``call.transferred``) and, cold, the agent's leg has ended; warm, the
+caller is talking to the person and the agent is out of the call. Refused, busy or unanswered:
+the brain is told why, to tell the caller, and the conversation goes on.
+
+Warm, the person who answers first hears a two-sentence summary in the call's voice: the
+brain's (asked while the destination rings, under a short deadline), else one made of the
+caller's own lines.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from callplane.telephony.base import TelephonyFeatureMissing, TransferTarget
+from callplane.brain.summary import summarize
+from callplane.telephony.base import Connection, TelephonyFeatureMissing, TransferTarget
+from callplane.telephony.bridge import RING_SECONDS
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult, Transfer
 
 TRANSFERRED = "the call was transferred"
+
+#: The brain's summary for a warm transfer's person: refines the call summary's instructions.
+HANDOFF_INSTRUCTIONS = (
+    "This summary is read aloud to the person the call is being transferred to, before they"
+    " talk to the caller: exactly two short sentences, saying who is calling and what they"
+    " want. Plain spoken words, no labels or lists."
+)
+#: How long the brain has for it (the destination is ringing meanwhile), and the longest
+#: summary said (a brain that rambles must not keep the caller waiting).
+SUMMARY_SECONDS = 5.0
+MAX_SUMMARY_CHARACTERS = 320
 
 
 def new_screen_pop_token() -> str:
@@ -35,7 +53,8 @@ class TransferCall(Tool):
 
     @property
     def timeout_seconds(self) -> float:
-        return 60.0  # a warm transfer rings a person
+        # A warm transfer rings a person, then says the summary to them.
+        return RING_SECONDS + 45.0
 
     def parameters(self) -> dict[str, Any]:
         names = [str(d.get("name")) for d in self.destinations]
@@ -65,10 +84,19 @@ class TransferCall(Tool):
             mode="warm" if destination.get("mode") == "warm" else "cold",
             screen_pop_token=token,
         )
+        summary = asyncio.ensure_future(handoff_summary(context)) if target.mode == "warm" else None
+
+        async def brief(person: Connection) -> None:
+            assert summary is not None
+            await context.speak_to(person, await summary)
+
         try:
-            outcome = await context.connection.transfer(target)
+            outcome = await context.connection.transfer(target, brief if summary else None)
         except TelephonyFeatureMissing as exc:
             raise ToolError(str(exc)) from None
+        finally:
+            if summary is not None:
+                summary.cancel()
         if not outcome.accepted:
             raise ToolError(f"the transfer to {wanted} did not go through: {outcome.reason}")
         # Shielded: the far end hanging up now (it was handed over) must not lose the record.
@@ -78,3 +106,35 @@ class TransferCall(Tool):
         # Cold, the agent's leg has ended; warm, the caller now talks to the person: either
         # way the agent's conversation is over.
         return ToolResult({"transferred": True, "destination": wanted}, end_call=TRANSFERRED)
+
+
+async def handoff_summary(context: ToolContext) -> str:
+    """Two sentences for the person taking the call over."""
+    transcript = list(context.transcript)
+    if context.brain is not None:
+        try:
+            summary = await asyncio.wait_for(
+                summarize(context.brain, transcript, HANDOFF_INSTRUCTIONS), SUMMARY_SECONDS
+            )
+        except TimeoutError:
+            summary = None
+        if summary is not None and summary.text and summary.error is None:
+            return _shortened(summary.text)
+    return from_caller_lines(transcript)
+
+
+def from_caller_lines(transcript: Sequence[Mapping[str, Any]]) -> str:
+    """The summary without a brain: the caller's own last words."""
+    said = [str(e["text"]).strip() for e in transcript if e.get("role") == "user" and e.get("text")]
+    if not said:
+        return "A caller is being put through to you. They have not said why yet."
+    return _shortened(f"A caller is being put through to you. They said: {' '.join(said[-2:])}")
+
+
+def _shortened(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= MAX_SUMMARY_CHARACTERS:
+        return text
+    cut = text[:MAX_SUMMARY_CHARACTERS]
+    end = cut.rfind(". ")
+    return cut[: end + 1] if end > 0 else cut.rsplit(" ", 1)[0]
