@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 from fastapi import FastAPI
 
-from tests.factories import OrgHandle
+from callplane.engine.agent import AgentCommit
+from callplane.engine.worker import Engine
+from tests.factories import OrgHandle, runtime_of
 
 TERMINAL = {"completed", "failed", "no_answer", "busy", "cancelled"}
 
@@ -26,6 +30,24 @@ FAST_ENGINE: dict[str, Any] = {
 async def engine_app(make_app: Any, **overrides: Any) -> FastAPI:
     app: FastAPI = await make_app(**{**FAST_ENGINE, **overrides})
     return app
+
+
+@asynccontextmanager
+async def agent_engine(
+    app: FastAPI, config: dict[str, Any], **commit: Any
+) -> AsyncIterator[Engine]:
+    """The app's engine (as an embedded one), started, every call running the agent commit
+    ``config`` (``commit``: the other fields of ``AgentCommit``); stopped on the way out."""
+
+    async def agents(_runtime: Any, _call: Any) -> AgentCommit:
+        return AgentCommit("commit-1", config, **commit)
+
+    engine = app.state.engine = Engine(runtime_of(app), agents=agents)
+    await engine.start()
+    try:
+        yield engine
+    finally:
+        await engine.stop()
 
 
 async def create_call(

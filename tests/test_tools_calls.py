@@ -11,13 +11,11 @@ from typing import Any
 import orjson
 from standardwebhooks.webhooks import Webhook
 
-from callplane.engine.agent import AgentCommit
-from callplane.engine.worker import Engine
 from callplane.tools.transfer import HANDOFF_INSTRUCTIONS, from_caller_lines
 from callplane.webhooks.signing import new_secret
 from tests.conftest import client_for
-from tests.engine_support import FAST_ENGINE, create_call, events_of, wait_for_call
-from tests.factories import OrgHandle, make_org, runtime_of
+from tests.engine_support import FAST_ENGINE, agent_engine, create_call, events_of, wait_for_call
+from tests.factories import OrgHandle, make_org
 from tests.llm_stub import Reply, StubLLM
 from tests.webhook_receiver import Reply as HookReply
 from tests.webhook_receiver import receiver
@@ -48,15 +46,8 @@ async def agent_calls(
         }
     )
 
-    async def agents(_runtime: Any, _call: Any) -> AgentCommit:
-        return AgentCommit("commit-1", config, tools_secret=secret, agent_name="Ada")
-
-    engine = app.state.engine = Engine(runtime_of(app), agents=agents)  # as an embedded one
-    await engine.start()
-    try:
+    async with agent_engine(app, config, tools_secret=secret, agent_name="Ada"):
         yield app
-    finally:
-        await engine.stop()
 
 
 def tool_uses(call: dict[str, Any]) -> list[tuple[str, str, Any]]:

@@ -10,11 +10,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from callplane.engine.agent import AgentCommit
-from callplane.engine.worker import Engine
 from tests.conftest import AppFactory, client_for
-from tests.engine_support import events_of
-from tests.factories import make_org, runtime_of
+from tests.engine_support import agent_engine, events_of
+from tests.factories import make_org
 from tests.llm_stub import Reply, StubLLM
 from tests.sipp_peer import SCENARIOS, pcmu_file, render, requires_sipp, start_sipp
 from tests.test_sip_calls import TERMINAL, _place, _sip_app, _until
@@ -59,20 +57,15 @@ async def transfer_call(
         max_call_seconds=20,
     )
 
-    async def agents(_runtime: Any, _call: Any) -> AgentCommit:
-        return AgentCommit("commit-1", CONFIG, agent_name="Ada")
-
-    engine = Engine(runtime_of(app), agents=agents)
-    await engine.start()
     try:
-        org = await make_org(app)
-        async with client_for(app) as client:
-            call_id = await _place(client, org)
-            call, _ = await _until(client, org, call_id, TERMINAL, within=30)
-            await sipp.finish_ok()
-            yield call, await events_of(client, org, call_id)
+        async with agent_engine(app, CONFIG, agent_name="Ada"):
+            org = await make_org(app)
+            async with client_for(app) as client:
+                call_id = await _place(client, org)
+                call, _ = await _until(client, org, call_id, TERMINAL, within=30)
+                await sipp.finish_ok()
+                yield call, await events_of(client, org, call_id)
     finally:
-        await engine.stop()
         await sipp.stop()
 
 
@@ -166,19 +159,12 @@ async def test_send_dtmf_presses_keys_as_rfc_4733_telephone_events(
                 max_call_seconds=20,
             )
 
-            async def agents(_runtime: Any, _call: Any) -> AgentCommit:
-                return AgentCommit("commit-1", config)
-
-            engine = Engine(runtime_of(app), agents=agents)
-            await engine.start()
-            try:
+            async with agent_engine(app, config):
                 org = await make_org(app)
                 async with client_for(app) as client:
                     call_id = await _place(client, org)
                     call, _ = await _until(client, org, call_id, TERMINAL, within=30)
                     await sipp.finish_ok()
-            finally:
-                await engine.stop()
     finally:
         transport.close()
         await sipp.stop()

@@ -19,7 +19,6 @@ from typing import Any, cast
 import httpx
 from aiortp.codecs import get_codec
 
-from callplane.engine.agent import AgentCommit
 from callplane.engine.worker import Engine
 from callplane.speech.synthesis import EspeakSynthesizer
 from callplane.telephony.base import (
@@ -32,8 +31,8 @@ from callplane.telephony.base import (
 from callplane.telephony.sip import SipAdapter
 from callplane.tools.transfer import HANDOFF_INSTRUCTIONS
 from tests.conftest import AppFactory, client_for
-from tests.engine_support import events_of
-from tests.factories import OrgHandle, make_org, runtime_of
+from tests.engine_support import agent_engine, events_of
+from tests.factories import OrgHandle, make_org
 from tests.llm_stub import Reply, StubLLM
 from tests.sipp_peer import (
     SCENARIOS,
@@ -180,21 +179,16 @@ async def warm_call(
         max_call_seconds=max_call_seconds,
     )
 
-    async def agents(_runtime: Any, _call: Any) -> AgentCommit:
-        return AgentCommit("commit-1", config, agent_name="Ada")
-
-    engine = Engine(runtime_of(app), agents=agents)
-    await engine.start()
     try:
-        org = await make_org(app)
-        async with client_for(app) as client:
-            call_id = await _place(client, org)
-            yield WarmCall(client, org, call_id, engine, caller, destination, media)
-    finally:
-        await engine.stop()
+        async with agent_engine(app, config, agent_name="Ada") as engine:
+            org = await make_org(app)
+            async with client_for(app) as client:
+                call_id = await _place(client, org)
+                yield WarmCall(client, org, call_id, engine, caller, destination, media)
         # Its socket closes once the last BYEs are answered: not left to the garbage collector.
         assert isinstance(engine.adapter, SipAdapter)
         await asyncio.wait_for(engine.adapter.wait_closed(), 30)
+    finally:
         speaking.cancel()
         transport.close()
         await caller.stop()
