@@ -19,6 +19,7 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -53,6 +54,15 @@ class Call(Base):
         # calls in dialing/in_progress whose lease ran out. The one calls index not led by
         # organization_id, because the dispatcher serves every organization.
         Index("ix_calls_status_created_at_id", "status", "created_at", "id"),
+        # GET /calls/screen_pop/{token}. Partial: only transferred calls carry a token, so the
+        # other calls' inserts (and `callplane load`) pay nothing for it.
+        Index(
+            "ix_calls_organization_id_screen_pop_token",
+            "organization_id",
+            "screen_pop_token",
+            sqlite_where=text("screen_pop_token IS NOT NULL"),
+            postgresql_where=text("screen_pop_token IS NOT NULL"),
+        ),
     )
 
     organization_id: Mapped[int] = mapped_column(
