@@ -123,9 +123,16 @@ DTMF_PAYLOAD_TYPE = 101
 DTMF_KEYS = "0123456789*#ABCD"
 
 
-async def test_send_dtmf_presses_keys_as_rfc_4733_telephone_events(
-    make_app: AppFactory, tmp_path: Path
-) -> None:
+PCMU_ONLY = "RTP/AVP 0\n      a=rtpmap:0 PCMU/8000"
+WITH_KEYS = (
+    "RTP/AVP 0 101\n      a=rtpmap:0 PCMU/8000\n      a=rtpmap:101 telephone-event/8000\n"
+    "      a=fmtp:101 0-16"
+)
+
+
+async def _press_keys(make_app: AppFactory, tmp_path: Path, sdp: str) -> tuple[Any, _RtpSink]:
+    """A call whose agent presses 12#9, to a phone answering with ``sdp``'s audio line; the
+    call, and what reached the phone's RTP address."""
     loop = asyncio.get_running_loop()
     transport, sink = await loop.create_datagram_endpoint(_RtpSink, local_addr=("127.0.0.1", 0))
     port = transport.get_extra_info("sockname")[1]
@@ -140,7 +147,7 @@ async def test_send_dtmf_presses_keys_as_rfc_4733_telephone_events(
         # No audio from the phone (our RTP would follow its source port): its SDP sends ours
         # to the sink.
         **{'<exec rtp_stream="AUDIO_FILE,1,0" />': '<log message="no audio" />'},
-        **{"[media_port]": str(port)},
+        **{PCMU_ONLY: sdp, "[media_port]": str(port)},
     )
     sipp = await start_sipp(scenario, timeout_seconds=30)
     brain = StubLLM(
@@ -168,7 +175,24 @@ async def test_send_dtmf_presses_keys_as_rfc_4733_telephone_events(
     finally:
         transport.close()
         await sipp.stop()
+    return call, sink
+
+
+async def test_send_dtmf_presses_keys_as_rfc_4733_telephone_events(
+    make_app: AppFactory, tmp_path: Path
+) -> None:
+    call, sink = await _press_keys(make_app, tmp_path, WITH_KEYS)
     answers = [e["text"] for e in call["transcripts"] if e["role"] == "tool"]
     assert answers[0] == '{"sent":"12#9"}'
     assert sink.digits() == "12#9"
     assert len({ts for ts, _, _ in sink.events}) == 4  # one event per key
+
+
+async def test_a_phone_that_names_no_telephone_events_gets_no_keypresses(
+    make_app: AppFactory, tmp_path: Path
+) -> None:
+    call, sink = await _press_keys(make_app, tmp_path, PCMU_ONLY)
+    answers = [e["text"] for e in call["transcripts"] if e["role"] == "tool"]
+    assert "does not take keypresses" in answers[0]
+    assert call["status"] == "completed"
+    assert sink.events == []

@@ -23,6 +23,7 @@ from callplane.telephony.base import (
     Brief,
     EndedBy,
     Recording,
+    TelephonyFeatureMissing,
     TransferOutcome,
     TransferTarget,
 )
@@ -54,6 +55,7 @@ class SipConnection(AudioLine):
         *,
         call_ref: str,
         send_bye: Callable[[], Awaitable[None]],
+        telephone_events: int | None = None,
         media_timeout_seconds: float | None = None,
         refer: Callable[[TransferTarget], Awaitable[TransferOutcome]] | None = None,
         dial_leg: Callable[[TransferTarget], Awaitable[tuple[AudioLine, str]]] | None = None,
@@ -66,6 +68,8 @@ class SipConnection(AudioLine):
         self._dial_leg = dial_leg
         self.call_ref = call_ref
         self._rtp = rtp
+        #: The payload type the far end's SDP gives telephone-events; None: it named none.
+        self._telephone_events = telephone_events
         self._send_bye = send_bye
         self._open_line()
         self._recorder = CallRecorder()
@@ -202,7 +206,10 @@ class SipConnection(AudioLine):
 
     async def send_dtmf(self, digits: str) -> None:
         """RFC 4733 telephone-events (payload type 101) on the call's RTP stream, a 160 ms
-        event per key with a pause between, each at its own timestamp."""
+        event per key with a pause between, each at its own timestamp; only when the far end's
+        SDP named telephone-events (its phone would take anything else for noise)."""
+        if self._telephone_events is None:
+            raise TelephonyFeatureMissing("the other party's phone does not take keypresses")
         for digit in digits:
             if self._ended.is_set():
                 return

@@ -59,6 +59,7 @@ from callplane.telephony.sip_dialog import hangup, keep_record_route, next_hop
 from callplane.telephony.sip_transfer import SCREEN_POP_HEADER, Referrals, refer_to_uri
 from callplane.telephony.sip_wire import (
     CODECS,
+    DEFAULT_TELEPHONE_EVENTS,
     UNPARSEABLE,
     USER_AGENT,
     UdpTransport,
@@ -68,6 +69,7 @@ from callplane.telephony.sip_wire import (
     release,
     resolve,
     sip_user,
+    telephone_events,
 )
 
 if TYPE_CHECKING:
@@ -333,10 +335,12 @@ class SipAdapter(TelephonyAdapter):
         chosen = next((int(f) for f in answer.audio.formats if f.isdigit()), None)
         if chosen not in CODECS:
             raise ValueError(f"the answer chose payload type {chosen}, neither PCMU nor PCMA")
-        rtp = await self._open_rtp(port, reservation, answer.rtp_address, chosen)
+        keys = telephone_events(answer)
+        rtp = await self._open_rtp(port, reservation, answer.rtp_address, chosen, keys)
         connection = SipConnection(
             rtp,
             call_ref=ref,
+            telephone_events=keys,
             send_bye=lambda: self._hangup_outbound(call),
             media_timeout_seconds=self._media_timeout,
             refer=lambda target: self._refer(call.dialog, call.remote_addr, target),
@@ -541,13 +545,19 @@ class SipAdapter(TelephonyAdapter):
             try:
                 if call.sdp_offer is None:
                     raise SdpNegotiationError("the INVITE carries no SDP offer")
+                # Keypresses only as the offer maps them (its payload type), or not at all.
+                keys = telephone_events(call.sdp_offer)
                 answer, chosen = negotiate_sdp(
-                    call.sdp_offer, self._media_host, port, supported_codecs=list(CODECS)
+                    call.sdp_offer,
+                    self._media_host,
+                    port,
+                    supported_codecs=list(CODECS),
+                    dtmf_payload_type=keys or 0,
                 )
                 remote = call.sdp_offer.rtp_address
                 if remote is None:
                     raise SdpNegotiationError("the offer names no RTP address")
-                rtp = await self._open_rtp(port, reservation, remote, chosen)
+                rtp = await self._open_rtp(port, reservation, remote, chosen, keys)
                 break
             except OSError as exc:
                 # Another process on this machine took the port between our reservation and the
@@ -571,6 +581,7 @@ class SipAdapter(TelephonyAdapter):
         connection = SipConnection(
             rtp,
             call_ref=ref,
+            telephone_events=keys,
             send_bye=lambda: self._hangup_inbound(call),
             media_timeout_seconds=self._media_timeout,
             # In-dialog, like our BYE: along the route set (the SIP edge), not back to the
@@ -673,12 +684,14 @@ class SipAdapter(TelephonyAdapter):
         reservation: list[socket.socket],
         remote: tuple[str, int],
         payload_type: int,
+        telephone_events: int | None,
     ) -> RTPSession:
         release(reservation)
         return await RTPSession.create(
             local_addr=(self.listen_address[0], port),
             remote_addr=remote,
             payload_type=payload_type,
+            dtmf_payload_type=telephone_events or DEFAULT_TELEPHONE_EVENTS,
             # Follow the address the far end really sends from (NAT, SBCs), not just its SDP.
             symmetric_rtp=True,
         )

@@ -21,6 +21,8 @@ _METHOD = re.compile(r"[A-Za-z][A-Za-z0-9._!%*+`'~-]{0,31}")
 UNPARSEABLE = (ValueError, IndexError, KeyError, UnicodeError, AttributeError, TypeError)
 #: G.711 µ-law and A-law, the codecs every trunk speaks; offered in this order.
 CODECS = {0: "PCMU", 8: "PCMA"}
+#: The payload type our offers give telephone-events (aiosipua's ``build_sdp``).
+DEFAULT_TELEPHONE_EVENTS = 101
 
 
 class UdpTransport(UdpSipTransport):
@@ -114,13 +116,23 @@ def release(sockets: list[socket.socket]) -> None:
 
 
 def offer(host: str, port: int) -> SdpMessage:
-    offer = build_sdp(host, port, 0, CODECS[0])
+    offer = build_sdp(host, port, 0, CODECS[0], dtmf_payload_type=DEFAULT_TELEPHONE_EVENTS)
     audio = offer.audio
     assert audio is not None
     for payload_type, name in list(CODECS.items())[1:]:
         audio.formats.insert(len(CODECS) - 1, str(payload_type))
         audio.attributes["rtpmap"].insert(len(CODECS) - 1, f"{payload_type} {name}/8000")
     return offer
+
+
+def telephone_events(sdp: SdpMessage | None) -> int | None:
+    """The payload type the far end's SDP gives RFC 4733 telephone-events, or None when it
+    names none (its phone would not understand keypresses sent that way)."""
+    audio = sdp.audio if sdp is not None else None
+    for codec in audio.codecs if audio is not None else ():
+        if (codec.encoding_name or "").lower() == "telephone-event":
+            return int(codec.payload_type)
+    return None
 
 
 def sip_user(number: str | None) -> str:
