@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from callplane.engine.endpointing import Endpointing
 from callplane.observability.metrics import observe_recognition
+from callplane.speech import executors
 from callplane.speech.base import Transcriber
 from callplane.speech.vad import SpeechPaused, SpeechStarted, TurnDetector, TurnEnded
 from callplane.telephony.base import SAMPLE_RATE, SAMPLE_WIDTH, AudioFrame, Connection, TextFrame
@@ -189,8 +190,8 @@ class Listener:
         audio, rate = self._connection.recognition_audio(pcm)
         started = time.monotonic()
         try:
-            segments = await asyncio.to_thread(
-                self._transcriber.transcribe, audio, rate, hints=self._hints
+            segments = await executors.run(
+                "recognition", self._transcriber.transcribe, audio, rate, hints=self._hints
             )
             observe_recognition(len(pcm), time.monotonic() - started)
         except Exception:

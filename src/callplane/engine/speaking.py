@@ -17,6 +17,7 @@ import logging
 import time
 
 from callplane.engine.reply import Reply
+from callplane.speech import executors
 from callplane.speech.base import Synthesizer
 from callplane.telephony.base import (
     FRAME_BYTES,
@@ -49,7 +50,9 @@ class Speaker:
         pcm = b""
         if self._synthesizer is not None:
             try:
-                pcm = await asyncio.to_thread(self._synthesizer.synthesize, sentence, SAMPLE_RATE)
+                pcm = await executors.run(
+                    "synthesis", self._synthesizer.synthesize, sentence, SAMPLE_RATE
+                )
             except Exception:
                 # The caller misses one sentence; the call goes on (and the log says why).
                 log.exception("speech synthesis failed on a sentence")
