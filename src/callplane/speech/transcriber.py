@@ -41,6 +41,12 @@ LIVE_WINDOW_SECONDS = 15.0
 #: Audio within this much of the window's end takes the full path: Whisper clips a word that
 #: ends at the edge of its window.
 _WINDOW_MARGIN = 0.5
+#: Recognitions that run at once on the process's model, whoever asks (more queue inside
+#: CTranslate2). Two, not one: while one is in Python (features, resampling, the tokenizer) the
+#: other keeps the cores busy, and a recording's window no longer holds up a live turn. Measured
+#: on 2 cores, 8 turns submitted at once: all recognised in 0.92 s with two, 1.90 s one at a time
+#: (each with both cores), 1.42 s two at a time with a core each.
+MODEL_WORKERS = 2
 #: faster-whisper's own thresholds for "this window was silence" (a no-speech token likely and
 #: the text improbable).
 _NO_SPEECH_PROB = 0.6
@@ -128,11 +134,12 @@ class WhisperTranscriber(Transcriber):
         # a 2-core machine oversubscribes the CPU (measured ~10% slower per turn than 2 here).
         self.cpu_threads = cpu_threads or os.cpu_count() or 1
         self._model: Any = _model(path, compute_type, self.cpu_threads)
-        self._tokenizer: Any = None
-        # One recognition at a time per transcriber: a second one at once on the same cores
-        # only slows both (each already uses every core). Transcribers of other purposes
-        # share the model and run beside this one (the model has a worker for each).
-        self._lock = threading.Lock()
+        from faster_whisper.tokenizer import Tokenizer
+
+        model = self._model
+        self._tokenizer: Any = Tokenizer(
+            model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language="en"
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WhisperTranscriber:
@@ -154,25 +161,24 @@ class WhisperTranscriber(Transcriber):
         hotwords = ", ".join(h.strip() for h in hints if h.strip())[:400] or None
         duration = samples.size / SAMPLE_RATE
         windowed = self.window_seconds < WINDOW_SECONDS and not self.word_timestamps
-        with self._lock:
-            if windowed and duration <= self.window_seconds - _WINDOW_MARGIN:
-                return self._recognise_window(samples, hotwords)
-            raw, _info = self._model.transcribe(
-                samples,
-                language="en",
-                beam_size=self.beam_size,
-                hotwords=hotwords,
-                # Whisper invents text in silence ("Thank you."); the bundled Silero VAD drops
-                # silence first, which also skips work on long quiet stretches.
-                vad_filter=True,
-                condition_on_previous_text=False,
-                # Greedy decoding only, without the sampling fallback: results are repeatable,
-                # and the fallback's random retries mostly fire on repetitive speech (digit
-                # strings), where they do no better.
-                temperature=0.0,
-                word_timestamps=self.word_timestamps,
-            )
-            segments = list(raw)
+        if windowed and duration <= self.window_seconds - _WINDOW_MARGIN:
+            return self._recognise_window(samples, hotwords)
+        raw, _info = self._model.transcribe(
+            samples,
+            language="en",
+            beam_size=self.beam_size,
+            hotwords=hotwords,
+            # Whisper invents text in silence ("Thank you."); the bundled Silero VAD drops
+            # silence first, which also skips work on long quiet stretches.
+            vad_filter=True,
+            condition_on_previous_text=False,
+            # Greedy decoding only, without the sampling fallback: results are repeatable,
+            # and the fallback's random retries mostly fire on repetitive speech (digit
+            # strings), where they do no better.
+            temperature=0.0,
+            word_timestamps=self.word_timestamps,
+        )
+        segments = list(raw)
         return [_segment(s) for s in segments if s.text.strip()]
 
     def _recognise_window(
@@ -189,13 +195,15 @@ class WhisperTranscriber(Transcriber):
         frames = int(self.window_seconds * SAMPLE_RATE) // model.feature_extractor.hop_length
         window = np.zeros((1, features.shape[0], frames), dtype=np.float32)
         window[0, :, : min(frames, features.shape[1])] = features[:, :frames]
-        tokenizer = self._window_tokenizer()
+        tokenizer = self._tokenizer
         prompt = model.get_prompt(tokenizer, [], without_timestamps=True, hotwords=hotwords)
         result = model.model.generate(
             ctranslate2.StorageView.from_array(window),
             [prompt],
             beam_size=self.beam_size,
-            max_length=model.max_length,
+            # Speech is rarely above 5 tokens a second: a decoding stuck repeating itself stops
+            # there rather than at Whisper's 448 tokens (a second of CPU lost).
+            max_length=min(model.max_length, 20 + int(8 * samples.size / SAMPLE_RATE)),
             return_scores=True,
             return_no_speech_prob=True,
             suppress_blank=True,
@@ -214,16 +222,6 @@ class WhisperTranscriber(Transcriber):
         confidence = min(max(math.exp(avg_logprob), 0.0), 1.0)
         duration = round(samples.size / SAMPLE_RATE, 3)
         return [Segment(text=text, start=0.0, end=duration, confidence=round(confidence, 4))]
-
-    def _window_tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            from faster_whisper.tokenizer import Tokenizer
-
-            model = self._model
-            self._tokenizer = Tokenizer(
-                model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language="en"
-            )
-        return self._tokenizer
 
 
 def _segment(raw: Any) -> Segment:
@@ -271,9 +269,7 @@ def _model(path: Path, compute_type: str, cpu_threads: int) -> Any:
                 device="cpu",
                 compute_type=compute_type,
                 cpu_threads=cpu_threads,
-                # A worker per purpose (below): a recording's window and a live turn run side
-                # by side instead of the turn queueing behind the recording.
-                num_workers=2,
+                num_workers=MODEL_WORKERS,
                 local_files_only=True,
             )
         return model
@@ -283,12 +279,9 @@ _models: dict[tuple[str, str, int], Any] = {}
 _models_lock = threading.Lock()
 
 
-#: Why two purposes, and so two transcribers (on one model) in a process: ``transcribe`` runs
-#: one recognition at a time per transcriber (see ``WhisperTranscriber``), and a recording's
-#: legs take minutes. A live call's turn queued behind one would leave the caller waiting that
-#: long for an answer. The purposes also differ in what they ask: recordings need word times
-#: (redaction), turns do not (a fifth less CPU, and the short window: straight off the response
-#: latency).
+#: Two purposes, two transcribers (on the one model) in a process, as they ask different things:
+#: recordings need word times (redaction), live turns do not (a fifth less CPU, and the short
+#: window: straight off the response latency).
 Purpose = Literal["live", "batch"]
 
 _shared: dict[tuple[Purpose, str | None, int], WhisperTranscriber] = {}
