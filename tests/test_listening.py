@@ -4,6 +4,7 @@ recogniser as hints."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
@@ -42,12 +43,14 @@ class Lengths(Transcriber):
     def __init__(self) -> None:
         self.heard: list[int] = []
         self.hints: list[tuple[str, ...]] = []
+        self.threads: set[str] = set()
 
     def transcribe(
         self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
     ) -> list[Segment]:
         self.heard.append(len(pcm))
         self.hints.append(tuple(hints))
+        self.threads.add(threading.current_thread().name)
         return [Segment(text=f"{len(pcm)} bytes", start=0.0, end=1.0, confidence=1.0)]
 
 
@@ -104,3 +107,5 @@ async def test_the_turns_text_is_recognised_from_all_of_its_audio(
     assert [e.text for e in said] == [f"{len(audio)} bytes" for audio in detector.ended]
     assert len(said) == 1 and len(transcriber.heard) == recognitions
     assert set(transcriber.hints) == {("Acme",)}  # the call's keyterms, as hints
+    # On the recognition pool, not the loop's default executor that synthesis also used.
+    assert transcriber.threads and all(t.startswith("recognition") for t in transcriber.threads)

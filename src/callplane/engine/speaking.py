@@ -1,7 +1,8 @@
 """The agent's mouth: reply sentences in, media out, and a clock of what is still being heard.
 
 Audio: each sentence is synthesised off the event loop and queued on the connection, which
-plays it in real time; so the next sentence is synthesised while this one is heard. The
+plays it in real time; so the next sentence is synthesised while this one is heard. Replies'
+first sentences go first (``_Precedence``): a caller waits for those, not for later ones. The
 connection does not say when playback ends, so the speaker keeps the time it will (queued audio
 duration from when it began) in the ``Reply``. Text: the reply's sentences are played as one
 ``TextFrame`` when the line ends (a simulated person answers each frame).
@@ -13,8 +14,10 @@ heard the start of: that, not the whole generated reply, is what the transcript 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+import weakref
 
 from callplane.engine.reply import Reply
 from callplane.speech import executors
@@ -29,6 +32,41 @@ from callplane.telephony.base import (
 )
 
 log = logging.getLogger("callplane.engine.speaking")
+
+#: A later sentence of a reply gives way to first sentences only while its own turn is this far
+#: off: it must still be ready before the sentence before it has been heard.
+LATER_MARGIN = 1.0
+
+
+class _Precedence:
+    """The first sentences of replies being synthesised now, on one event loop (a worker's
+    calls). A reply's later sentences are heard only after the one before them (seconds of
+    audio), so they wait for these: on a voice shared by every call (one Piper process), another
+    caller's first words no longer queue behind them (the caller is waiting for those)."""
+
+    def __init__(self) -> None:
+        self.firsts = 0
+        self.clear = asyncio.Event()
+        self.clear.set()
+
+    async def after_firsts(self, slack: float) -> None:
+        if slack > 0:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(slack):
+                    await self.clear.wait()
+
+
+_precedence: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Precedence] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _precedence_here() -> _Precedence:
+    loop = asyncio.get_running_loop()
+    precedence = _precedence.get(loop)
+    if precedence is None:
+        precedence = _precedence[loop] = _Precedence()
+    return precedence
 
 
 class Speaker:
@@ -49,6 +87,13 @@ class Speaker:
             return
         pcm = b""
         if self._synthesizer is not None:
+            first = not reply.sentences
+            precedence = _precedence_here()
+            if first:
+                precedence.firsts += 1
+                precedence.clear.clear()
+            else:
+                await precedence.after_firsts(self._busy_until - time.monotonic() - LATER_MARGIN)
             try:
                 pcm = await executors.run(
                     "synthesis", self._synthesizer.synthesize, sentence, SAMPLE_RATE
@@ -56,6 +101,11 @@ class Speaker:
             except Exception:
                 # The caller misses one sentence; the call goes on (and the log says why).
                 log.exception("speech synthesis failed on a sentence")
+            finally:
+                if first:
+                    precedence.firsts -= 1
+                    if not precedence.firsts:
+                        precedence.clear.set()
         if reply.interrupted:
             return
         now = time.monotonic()
