@@ -40,11 +40,12 @@ from callplane.engine.listening import Listener  # noqa: E402
 from callplane.engine.speaking import Speaker  # noqa: E402
 from callplane.engine.turn_loop import TranscriptLog, TurnLoop  # noqa: E402
 from callplane.observability import turns  # noqa: E402
+from callplane.settings import Settings  # noqa: E402
 from callplane.speech.base import Synthesizer  # noqa: E402
 from callplane.speech.engines import Synthesizers  # noqa: E402
 from callplane.speech.piper import PiperSynthesizer  # noqa: E402
 from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
-from callplane.speech.transcriber import WhisperTranscriber  # noqa: E402
+from callplane.speech.transcriber import WhisperTranscriber, shared_transcriber  # noqa: E402
 
 PIPER = "piper:en_US-joe-medium"
 FIRST_SENTENCES = [
@@ -187,7 +188,8 @@ def main() -> None:
     print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     registry = Synthesizers("espeak-ng:en-us", None)
     voices = {PIPER: registry.get(PIPER), "espeak-ng:en-us": registry.get("espeak-ng:en-us")}
-    transcriber = WhisperTranscriber(word_timestamps=False)
+    # The worker's own live transcriber (engine/providers.py), whatever it is set up to do.
+    transcriber = shared_transcriber(Settings(_env_file=None), "live")  # type: ignore[call-arg]
     try:
         if "first" in parts:
             bench_first(voices, args.repeats)
