@@ -87,3 +87,35 @@ async def test_a_later_sentence_without_slack_does_not_wait() -> None:
     finally:
         voice.release.set()
         await opening
+
+
+async def test_a_first_sentence_is_heard_from_its_first_clause() -> None:
+    voice = SharedVoice()
+    speaker = Speaker(Line(), voice)
+    reply = Reply()
+    await speaker.say(reply, "Of course, I can do that for you.")
+    await speaker.say(reply, "Is there anything else, anything at all, I can help with?")
+    # The caller waits only for "Of course,"; later sentences have the time it plays.
+    assert voice.started == [
+        "Of course,",
+        "I can do that for you.",
+        "Is there anything else, anything at all, I can help with?",
+    ]
+    # The transcript keeps the sentences as the brain wrote them, each from its start.
+    assert [s for _, s in reply.sentences] == [
+        "Of course, I can do that for you.",
+        "Is there anything else, anything at all, I can help with?",
+    ]
+    assert reply.first_media_at is not None and reply.playout_ends_at > 0
+
+
+def test_where_a_first_sentence_is_cut() -> None:
+    from callplane.engine.speaking import first_audio_parts
+
+    assert first_audio_parts("Let me check that, it will take a second.") == [
+        "Let me check that,",
+        "it will take a second.",
+    ]
+    # Not worth it: one word before the break, or three or fewer after it; no break at all.
+    for sentence in ("Hi, this is Acme.", "It is 1,000 dollars, plus tax.", "Friday at nine."):
+        assert first_audio_parts(sentence) == [sentence]

@@ -1,15 +1,16 @@
 """The threads speech work runs on, off the event loop: one pool for recognition, one for
 synthesis, each bounded, neither the event loop's default executor.
 
-Why separate: synthesis threads mostly wait (on a Piper voice's lock, or an espeak-ng process),
-and recognition threads wait on the transcriber's lock. In one shared pool (``to_thread``'s),
-a burst of sentences queued on Piper took every thread, and a caller's turn could not even
-start recognising until a sentence was spoken; other users of ``to_thread`` (password hashing,
-files) waited too. Here each kind of work queues only behind its own kind.
+Why separate: synthesis threads mostly wait (on a Piper voice's lock, or an espeak-ng
+process). In one shared pool (``to_thread``'s), a burst of sentences queued on Piper took every
+thread, and a caller's turn could not even start recognising until a sentence was spoken; other
+users of ``to_thread`` (password hashing, files) waited too. Here each kind of work queues only
+behind its own kind.
 
-Recognition uses every core per turn (CTranslate2's threads), so more threads than cores would
-only queue on the transcriber's lock; synthesis threads are mostly idle waiting on a child
-process, so it gets a few per core.
+Recognition uses every core per turn (CTranslate2's threads; the model runs two recognitions
+at once, ``transcriber.MODEL_WORKERS``), so more threads than cores would only queue inside
+the model; synthesis threads are mostly idle waiting on a child process, so it gets a few per
+core.
 """
 
 from __future__ import annotations
