@@ -124,7 +124,7 @@ def test_a_turn_longer_than_the_window_is_recognised_whole() -> None:
     first = speech("Please call me back tomorrow morning about the invoice.")
     last = speech("The package never arrived and I have been waiting for two weeks.")
     gap = bytes(2 * ESPEAK_RATE * 2)  # silences to push the last words past the window
-    pcm = _pcm(first) + gap * 4 + _pcm(last)
+    pcm = _pcm(first) + gap * 7 + _pcm(last)
     assert len(pcm) / 2 / ESPEAK_RATE > live.window_seconds
     heard = words_of(" ".join(s.text for s in live.transcribe(pcm, ESPEAK_RATE)))
     assert {"invoice", "package", "weeks"} <= heard

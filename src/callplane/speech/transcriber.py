@@ -36,8 +36,11 @@ if TYPE_CHECKING:
 #: Whisper works on 16 kHz audio, in windows of 30 s (its encoder's input).
 SAMPLE_RATE = 16_000
 WINDOW_SECONDS = 30.0
-#: The live transcriber's window (see ``WhisperTranscriber``): a turn is rarely longer.
-LIVE_WINDOW_SECONDS = 15.0
+#: The live transcriber's window (see ``WhisperTranscriber``): a turn is rarely longer. Not
+#: shorter: at 15 s the encoder is cheaper still (~125 ms against ~190 ms here), but tiny.en
+#: starts to miss words on telephone audio that 20 s and 30 s get ("book a table for four" heard
+#: as "work a table for 4"); below 10 s it loops ("Yes, yes, yes, ...").
+LIVE_WINDOW_SECONDS = 20.0
 #: Audio within this much of the window's end takes the full path: Whisper clips a word that
 #: ends at the edge of its window.
 _WINDOW_MARGIN = 0.5
@@ -107,9 +110,9 @@ class WhisperTranscriber(Transcriber):
 
     ``window_seconds`` below 30 recognises audio that fits in it (a caller's turn) with the
     encoder on that window rather than Whisper's 30 s: the encoder's cost grows faster than its
-    input (attention), so 15 s instead of 30 s is less than half the CPU a turn, at a word
-    error rate no worse than faster-whisper's full path on the bench's sentences. Longer audio,
-    or word times, take faster-whisper's full path."""
+    input (attention): 20 s instead of 30 s is ~190 ms of encoder instead of ~450-590 ms here,
+    at a word error rate no worse than faster-whisper's full path on the bench's sentences.
+    Longer audio, or word times, take faster-whisper's full path."""
 
     def __init__(
         self,
@@ -189,6 +192,7 @@ class WhisperTranscriber(Transcriber):
         second VAD: the listener's VAD already cut the turn."""
         import ctranslate2
         import numpy as np
+        from faster_whisper.transcribe import get_suppressed_tokens
 
         model = self._model
         features = model.feature_extractor(samples)
@@ -196,7 +200,9 @@ class WhisperTranscriber(Transcriber):
         window = np.zeros((1, features.shape[0], frames), dtype=np.float32)
         window[0, :, : min(frames, features.shape[1])] = features[:, :frames]
         tokenizer = self._tokenizer
-        prompt = model.get_prompt(tokenizer, [], without_timestamps=True, hotwords=hotwords)
+        # With timestamp tokens, as faster-whisper decodes (they are dropped below): without
+        # them tiny.en heeds hints less ("call plane" for the hinted "callplane").
+        prompt = model.get_prompt(tokenizer, [], without_timestamps=False, hotwords=hotwords)
         result = model.model.generate(
             ctranslate2.StorageView.from_array(window),
             [prompt],
@@ -206,8 +212,10 @@ class WhisperTranscriber(Transcriber):
             max_length=min(model.max_length, 20 + int(8 * samples.size / SAMPLE_RATE)),
             return_scores=True,
             return_no_speech_prob=True,
+            # faster-whisper's own decoding options (its defaults, as the full path uses them).
             suppress_blank=True,
-            suppress_tokens=[-1],
+            suppress_tokens=list(get_suppressed_tokens(tokenizer, [-1]) or ()),
+            max_initial_timestamp_index=50,
         )[0]
         tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
         # As faster-whisper computes it: the length-normalised score back to a sum, over the
