@@ -160,6 +160,12 @@ class Listener:
                         turn = CallerSaid("", speech_started, ended, time.monotonic())
                         delivered = asyncio.create_task(_deliver(delivered, guess, turn, out))
                         guess, guessed_audio = None, b""
+                if guess is not None and detector.silent_ms == 0:
+                    # The caller spoke again: the guess's audio is no longer the turn's, so its
+                    # text will never be used. Dropped, it never runs if it is still queued for
+                    # a recognition thread (on a busy worker, most such guesses are).
+                    guess.cancel()
+                    guess, guessed_audio = None, b""
             if delivered is not None:
                 # The caller hung up: their last words still count, if recognised promptly.
                 await asyncio.wait({delivered}, timeout=LAST_TURN_SECONDS)
