@@ -38,8 +38,9 @@ SAMPLE_RATE = 16_000
 WINDOW_SECONDS = 30.0
 #: The live transcriber's window (see ``WhisperTranscriber``): a turn is rarely longer. Not
 #: shorter: at 15 s the encoder is cheaper still (~125 ms against ~190 ms here), but tiny.en
-#: starts to miss words on telephone audio that 20 s and 30 s get ("book a table for four" heard
-#: as "work a table for 4"); below 10 s it loops ("Yes, yes, yes, ...").
+#: misses more words on telephone audio (the SIP test's "book a table for four people on Friday"
+#: came out "work a table for 4 people and Friday" at 15 s, right at 20 s without hints); below
+#: 10 s it loops ("Yes, yes, yes, ...").
 LIVE_WINDOW_SECONDS = 20.0
 #: Audio within this much of the window's end takes the full path: Whisper clips a word that
 #: ends at the edge of its window.
