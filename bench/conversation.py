@@ -38,8 +38,9 @@ from callplane.engine.agent import AgentSpec  # noqa: E402
 from callplane.engine.listening import Listener  # noqa: E402
 from callplane.engine.speaking import Speaker  # noqa: E402
 from callplane.engine.turn_loop import TranscriptLog, TurnLoop  # noqa: E402
+from callplane.settings import Settings  # noqa: E402
 from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
-from callplane.speech.transcriber import WhisperTranscriber  # noqa: E402
+from callplane.speech.transcriber import WhisperTranscriber, shared_transcriber  # noqa: E402
 from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame  # noqa: E402
 
 CALLER_LINES = [
@@ -176,7 +177,8 @@ def main() -> None:
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     synth = EspeakSynthesizer()
-    transcriber = WhisperTranscriber(word_timestamps=False)
+    # The worker's own live transcriber (engine/providers.py), whatever it is set up to do.
+    transcriber = shared_transcriber(Settings(_env_file=None), "live")  # type: ignore[call-arg]
     if "stt" in parts:
         bench_stt(synth, transcriber)
     if "audio" in parts:

@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from callplane.engine.endpointing import Endpointing  # noqa: E402
 from callplane.engine.listening import CallerSaid, Listener  # noqa: E402
-from callplane.speech.transcriber import WhisperTranscriber  # noqa: E402
+from callplane.settings import Settings  # noqa: E402
+from callplane.speech.transcriber import WhisperTranscriber, shared_transcriber  # noqa: E402
 from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame  # noqa: E402
 
 #: (first words, pause seconds, the rest): people thinking mid-sentence.
@@ -177,7 +178,8 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def run(modes: list[str], verbose: bool) -> None:
-    transcriber = WhisperTranscriber(word_timestamps=False)
+    # The worker's own live transcriber (engine/providers.py), whatever it is set up to do.
+    transcriber = shared_transcriber(Settings(_env_file=None), "live")  # type: ignore[call-arg]
     with tempfile.TemporaryDirectory() as tmp:
         corpus = sox_corpus(Path(tmp))
     print(

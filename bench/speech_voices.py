@@ -9,7 +9,8 @@ reply     reply latency of the whole audio turn loop on ``bench/conversation.py`
           time, the first sentence synthesised), for each of smart / silence x Piper /
           espeak-ng. Latency = from the caller's last voiced frame to the reply's first frame.
 capacity  N such conversations at once on one worker process (one Whisper model, one Piper
-          process shared): reply latency p95 as N grows, up to --max-calls.
+          process shared): reply latency as N grows (--calls 1,2,4,8), with the mean of each
+          phase of a turn (end of turn, recognition, brain's first token, first audio).
 
 Prints tables for docs/voices.md.
 """
@@ -32,16 +33,19 @@ sys.path.insert(0, str(ROOT / "bench"))
 from conversation import AGENT_REPLY, CALLER_LINES, PacedCaller, _trim, percentile  # noqa: E402
 from tests.llm_stub import StubLLM  # noqa: E402
 
-from callplane.brain import Brain  # noqa: E402
+from callplane.brain import ChatCompletionsBrain  # noqa: E402
+from callplane.engine.agent import AgentSpec  # noqa: E402
 from callplane.engine.endpointing import Endpointing  # noqa: E402
 from callplane.engine.listening import Listener  # noqa: E402
 from callplane.engine.speaking import Speaker  # noqa: E402
-from callplane.engine.turn_loop import Agent, TranscriptLog, TurnLoop  # noqa: E402
+from callplane.engine.turn_loop import TranscriptLog, TurnLoop  # noqa: E402
+from callplane.observability import turns  # noqa: E402
+from callplane.settings import Settings  # noqa: E402
 from callplane.speech.base import Synthesizer  # noqa: E402
 from callplane.speech.engines import Synthesizers  # noqa: E402
 from callplane.speech.piper import PiperSynthesizer  # noqa: E402
 from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
-from callplane.speech.transcriber import WhisperTranscriber  # noqa: E402
+from callplane.speech.transcriber import WhisperTranscriber, shared_transcriber  # noqa: E402
 
 PIPER = "piper:en_US-joe-medium"
 FIRST_SENTENCES = [
@@ -89,21 +93,23 @@ async def conversation(
     synth: Synthesizer,
     endpointing: Endpointing,
     base_url: str,
+    phases: list[dict[str, object]] | None = None,
 ) -> list[float]:
     caller = PacedCaller(lines)
-    brain = Brain(base_url)
+    brain = ChatCompletionsBrain(base_url)
     entries: list[dict[str, object]] = []
     started = time.monotonic()
 
     async def report(type_: str, data: dict[str, object]) -> None:
-        pass
+        if phases is not None and type_ == turns.EVENT_TYPE:
+            phases.append(data)
 
     loop = TurnLoop(
         connection=caller,
         listener=Listener(caller, transcriber=transcriber, endpointing=endpointing),
         speaker=Speaker(caller, synth),
         transcript=TranscriptLog(entries, lambda: time.monotonic() - started),
-        agent=Agent(agent_speaks_first=False),
+        spec=AgentSpec(agent_speaks_first=False),
         brain=brain,
         report=report,
     )
@@ -140,28 +146,33 @@ async def bench_reply(
 
 
 async def bench_capacity(
-    synth: Synthesizer, name: str, transcriber: WhisperTranscriber, turns: int, max_calls: int
+    synth: Synthesizer, name: str, transcriber: WhisperTranscriber, turns: int, sizes: list[int]
 ) -> None:
+    """Each size's reply latency, and the mean of each phase of a turn (``observability.turns``:
+    end of turn, recognition, brain's first token, first audio), to show which one grows."""
     espeak = EspeakSynthesizer()
     lines = [
         _trim(espeak.synthesize(CALLER_LINES[n % len(CALLER_LINES)], 8000)) for n in range(turns)
     ]
     print(f"capacity, smart endpointing, {name}, {turns} turns a call (reply latency, ms):")
+    print(f"  {'':12} {'':34}  {'phase means: end  recog  token  audio':>38}")
     with StubLLM(replies=[AGENT_REPLY]) as stub:
-        calls = 1
-        while calls <= max_calls:
+        for calls in sizes:
+            phases: list[dict[str, object]] = []
             results = await asyncio.gather(
                 *(
-                    conversation(lines, transcriber, synth, Endpointing(), stub.base_url)
+                    conversation(lines, transcriber, synth, Endpointing(), stub.base_url, phases)
                     for _ in range(calls)
                 )
             )
             every = [x for r in results for x in r]
+            means = [
+                statistics.fmean(float(p[f"{phase}_ms"]) for p in phases)  # type: ignore[arg-type]
+                for phase in ("end_of_turn", "recognition", "first_token", "first_audio")
+            ]
             verdict = "ok" if percentile(every, 0.95) < 1.2 else "over 1.2 s"
-            print(f"  {calls:2} at once: {ms(every)}  {verdict}")
-            if verdict != "ok":
-                break
-            calls = calls * 2 if calls < 4 else calls + 2
+            cells = "  ".join(f"{m:5.0f}" for m in means)
+            print(f"  {calls:2} at once: {ms(every)}  {cells}  {verdict}")
 
 
 def main() -> None:
@@ -169,13 +180,16 @@ def main() -> None:
     parser.add_argument("--parts", default="first,reply,capacity")
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--max-calls", type=int, default=10)
+    parser.add_argument(
+        "--calls", default="1,2,4,8", help="capacity part: conversations at once, comma-separated"
+    )
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     registry = Synthesizers("espeak-ng:en-us", None)
     voices = {PIPER: registry.get(PIPER), "espeak-ng:en-us": registry.get("espeak-ng:en-us")}
-    transcriber = WhisperTranscriber(word_timestamps=False)
+    # The worker's own live transcriber (engine/providers.py), whatever it is set up to do.
+    transcriber = shared_transcriber(Settings(_env_file=None), "live")  # type: ignore[call-arg]
     try:
         if "first" in parts:
             bench_first(voices, args.repeats)
@@ -183,7 +197,13 @@ def main() -> None:
             asyncio.run(bench_reply(voices, transcriber, args.turns))
         if "capacity" in parts:
             asyncio.run(
-                bench_capacity(voices[PIPER], PIPER, transcriber, args.turns, args.max_calls)
+                bench_capacity(
+                    voices[PIPER],
+                    PIPER,
+                    transcriber,
+                    args.turns,
+                    [int(n) for n in args.calls.split(",")],
+                )
             )
     finally:
         registry.close()

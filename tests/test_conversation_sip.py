@@ -101,7 +101,8 @@ async def test_the_caller_is_heard_and_the_agents_reply_is_heard_after(
     user = [e for e in call["transcripts"] if e["role"] == "user"]
     assert len(user) == 1
     words = user[0]["text"].lower()
-    assert "table" in words and "four" in words and "friday" in words, words
+    # "four" or "4": Whisper writes numbers either way (the live window writes digits).
+    assert "table" in words and ("four" in words or "4" in words) and "friday" in words, words
     roles = [(e["role"], e.get("function_name")) for e in call["transcripts"]]
     assert roles == [
         ("user", None),

@@ -81,3 +81,50 @@ print(" ".join(s.text for s in segments))
     assert result.returncode == 0, result.stderr
     assert "invoice" in result.stdout.lower()
     assert not (tmp_path / "hf").exists()
+
+
+def test_one_model_per_process_whatever_asks() -> None:
+    from callplane.settings import Settings
+    from callplane.speech.transcriber import WhisperTranscriber, shared_transcriber
+
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    live, batch = shared_transcriber(settings, "live"), shared_transcriber(settings, "batch")
+    assert live is not batch  # they ask different things (word times, the window)...
+    assert live.word_timestamps is False and batch.word_timestamps is True
+    # ...of the one model, as does any other transcriber built in the process.
+    assert live._model is batch._model is WhisperTranscriber(word_timestamps=False)._model
+
+
+def test_live_turns_are_recognised_in_the_short_window_with_hints() -> None:
+    import numpy as np
+
+    from callplane.settings import Settings
+    from callplane.speech.transcriber import LIVE_WINDOW_SECONDS, shared_transcriber
+
+    live = shared_transcriber(Settings(_env_file=None), "live")  # type: ignore[call-arg]
+    assert live.window_seconds == LIVE_WINDOW_SECONDS < 30
+    samples = speech(SENTENCE)
+    segments = live.transcribe(_pcm(samples), ESPEAK_RATE)
+    assert len(segments) == 1 and 0 < segments[0].confidence <= 1
+    assert 0 == segments[0].start < segments[0].end <= len(samples) / ESPEAK_RATE + 0.01
+    assert {"call", "back", "tomorrow", "morning", "invoice"} <= words_of(segments[0].text)
+
+    named = speech("Hello, this is a test of the callplane transcription service.")
+    hinted = live.transcribe(_pcm(named), ESPEAK_RATE, hints=["callplane"])
+    assert "callplane" in " ".join(s.text for s in hinted).lower()
+
+    assert live.transcribe(np.zeros(3 * ESPEAK_RATE, dtype="<i2").tobytes(), ESPEAK_RATE) == []
+
+
+def test_a_turn_longer_than_the_window_is_recognised_whole() -> None:
+    from callplane.settings import Settings
+    from callplane.speech.transcriber import shared_transcriber
+
+    live = shared_transcriber(Settings(_env_file=None), "live")  # type: ignore[call-arg]
+    first = speech("Please call me back tomorrow morning about the invoice.")
+    last = speech("The package never arrived and I have been waiting for two weeks.")
+    gap = bytes(2 * ESPEAK_RATE * 2)  # silences to push the last words past the window
+    pcm = _pcm(first) + gap * 7 + _pcm(last)
+    assert len(pcm) / 2 / ESPEAK_RATE > live.window_seconds
+    heard = words_of(" ".join(s.text for s in live.transcribe(pcm, ESPEAK_RATE)))
+    assert {"invoice", "package", "weeks"} <= heard

@@ -71,13 +71,18 @@ class Endpointing:
     complete_ms: int = 200
     incomplete_ms: int = 800
     number_ms: int = 600
+    #: Smart mode's guess starts this early, before even the shortest wait is over: the turn
+    #: cannot end before its text is known, so recognising from 120 ms rather than 200 ms of
+    #: silence brings a finished sentence's reply 80 ms sooner. A pause of 120-200 ms inside a
+    #: sentence costs a recognition thrown away (the caller goes on), never a cut turn.
+    guess_ms: int = 120
 
     @property
     def pause_ms(self) -> int:
         """Silence after which the turn so far is recognised (the guess the decision reads)."""
         if self.mode == "silence":
             return SILENCE_PAUSE_MS
-        return min(self.complete_ms, self.incomplete_ms, self.number_ms)
+        return min(self.guess_ms, self.complete_ms, self.incomplete_ms, self.number_ms)
 
     @property
     def longest_ms(self) -> int:

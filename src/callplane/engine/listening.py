@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from callplane.engine.endpointing import Endpointing
 from callplane.observability.metrics import observe_recognition
+from callplane.speech import executors
 from callplane.speech.base import Transcriber
 from callplane.speech.vad import SpeechPaused, SpeechStarted, TurnDetector, TurnEnded
 from callplane.telephony.base import SAMPLE_RATE, SAMPLE_WIDTH, AudioFrame, Connection, TextFrame
@@ -159,6 +160,12 @@ class Listener:
                         turn = CallerSaid("", speech_started, ended, time.monotonic())
                         delivered = asyncio.create_task(_deliver(delivered, guess, turn, out))
                         guess, guessed_audio = None, b""
+                if guess is not None and detector.silent_ms == 0:
+                    # The caller spoke again: the guess's audio is no longer the turn's, so its
+                    # text will never be used. Dropped, it never runs if it is still queued for
+                    # a recognition thread (on a busy worker, most such guesses are).
+                    guess.cancel()
+                    guess, guessed_audio = None, b""
             if delivered is not None:
                 # The caller hung up: their last words still count, if recognised promptly.
                 await asyncio.wait({delivered}, timeout=LAST_TURN_SECONDS)
@@ -189,8 +196,8 @@ class Listener:
         audio, rate = self._connection.recognition_audio(pcm)
         started = time.monotonic()
         try:
-            segments = await asyncio.to_thread(
-                self._transcriber.transcribe, audio, rate, hints=self._hints
+            segments = await executors.run(
+                "recognition", self._transcriber.transcribe, audio, rate, hints=self._hints
             )
             observe_recognition(len(pcm), time.monotonic() - started)
         except Exception:

@@ -1,7 +1,9 @@
 """The agent's mouth: reply sentences in, media out, and a clock of what is still being heard.
 
 Audio: each sentence is synthesised off the event loop and queued on the connection, which
-plays it in real time; so the next sentence is synthesised while this one is heard. The
+plays it in real time; so the next sentence is synthesised while this one is heard. Replies'
+first sentences go first (``_Precedence``): a caller waits for those, not for later ones; and
+a first sentence with an early clause break is synthesised in two parts (``first_audio_parts``). The
 connection does not say when playback ends, so the speaker keeps the time it will (queued audio
 duration from when it began) in the ``Reply``. Text: the reply's sentences are played as one
 ``TextFrame`` when the line ends (a simulated person answers each frame).
@@ -13,10 +15,14 @@ heard the start of: that, not the whole generated reply, is what the transcript 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import re
 import time
+import weakref
 
 from callplane.engine.reply import Reply
+from callplane.speech import executors
 from callplane.speech.base import Synthesizer
 from callplane.telephony.base import (
     FRAME_BYTES,
@@ -28,6 +34,56 @@ from callplane.telephony.base import (
 )
 
 log = logging.getLogger("callplane.engine.speaking")
+
+#: A later sentence of a reply gives way to first sentences only while its own turn is this far
+#: off: it must still be ready before the sentence before it has been heard.
+LATER_MARGIN = 1.0
+
+
+class _Precedence:
+    """The first sentences of replies being synthesised now, on one event loop (a worker's
+    calls). A reply's later sentences are heard only after the one before them (seconds of
+    audio), so they wait for these: on a voice shared by every call (one Piper process), another
+    caller's first words no longer queue behind them (the caller is waiting for those)."""
+
+    def __init__(self) -> None:
+        self.firsts = 0
+        self.clear = asyncio.Event()
+        self.clear.set()
+
+    async def after_firsts(self, slack: float) -> None:
+        if slack > 0:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(slack):
+                    await self.clear.wait()
+
+
+_precedence: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Precedence] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+#: A clause break early in a sentence: "Of course, I can do that for you."
+_CLAUSE = re.compile(r"^(\S+(?:\s+\S+)+?[,;:])\s+(\S.*)$")
+
+
+def first_audio_parts(sentence: str) -> list[str]:
+    """A reply's first sentence as it is synthesised: cut at its first clause break when both
+    sides are worth it (two words or more before, four or more after), so the caller hears
+    "Of course," while the rest is synthesised. Synthesis time grows with the audio's length
+    (Piper: ~0.1 s of CPU a second of speech), and the first part is all the caller waits for."""
+    match = _CLAUSE.match(sentence.strip())
+    if match is None or len(match.group(2).split()) < 4:
+        return [sentence]
+    return [match.group(1), match.group(2)]
+
+
+def _precedence_here() -> _Precedence:
+    loop = asyncio.get_running_loop()
+    precedence = _precedence.get(loop)
+    if precedence is None:
+        precedence = _precedence[loop] = _Precedence()
+    return precedence
 
 
 class Speaker:
@@ -46,26 +102,46 @@ class Speaker:
         if self._connection.media == "text":
             self._pending_text.append(sentence)
             return
-        pcm = b""
-        if self._synthesizer is not None:
-            try:
-                pcm = await asyncio.to_thread(self._synthesizer.synthesize, sentence, SAMPLE_RATE)
-            except Exception:
-                # The caller misses one sentence; the call goes on (and the log says why).
-                log.exception("speech synthesis failed on a sentence")
-        if reply.interrupted:
-            return
-        now = time.monotonic()
-        start = max(now, self._busy_until)
-        reply.sentences.append((start, sentence))
-        if not pcm:
-            return
-        if reply.first_media_at is None:
-            reply.first_media_at = now
-        for offset in range(0, len(pcm), FRAME_BYTES):
-            await self._connection.play(AudioFrame(pcm[offset : offset + FRAME_BYTES]))
-        self._busy_until = start + len(pcm) / (SAMPLE_RATE * SAMPLE_WIDTH)
-        reply.playout_ends_at = self._busy_until
+        first = not reply.sentences
+        parts = first_audio_parts(sentence) if first else [sentence]
+        for n, part in enumerate(parts):
+            pcm = await self._synthesize(part, first=first and n == 0)
+            if reply.interrupted:
+                return
+            now = time.monotonic()
+            start = max(now, self._busy_until)
+            if n == 0:
+                # The transcript's sentence, heard from its first part's start.
+                reply.sentences.append((start, sentence))
+            if not pcm:
+                continue
+            if reply.first_media_at is None:
+                reply.first_media_at = now
+            for offset in range(0, len(pcm), FRAME_BYTES):
+                await self._connection.play(AudioFrame(pcm[offset : offset + FRAME_BYTES]))
+            self._busy_until = start + len(pcm) / (SAMPLE_RATE * SAMPLE_WIDTH)
+            reply.playout_ends_at = self._busy_until
+
+    async def _synthesize(self, text: str, *, first: bool) -> bytes:
+        if self._synthesizer is None:
+            return b""
+        precedence = _precedence_here()
+        if first:
+            precedence.firsts += 1
+            precedence.clear.clear()
+        else:
+            await precedence.after_firsts(self._busy_until - time.monotonic() - LATER_MARGIN)
+        try:
+            return await executors.run("synthesis", self._synthesizer.synthesize, text, SAMPLE_RATE)
+        except Exception:
+            # The caller misses one sentence; the call goes on (and the log says why).
+            log.exception("speech synthesis failed on a sentence")
+            return b""
+        finally:
+            if first:
+                precedence.firsts -= 1
+                if not precedence.firsts:
+                    precedence.clear.set()
 
     async def end_line(self, reply: Reply) -> None:
         if self._connection.media == "text" and self._pending_text:

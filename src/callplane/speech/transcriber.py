@@ -9,7 +9,8 @@ faster-whisper uses ships inside faster-whisper itself.
 ``faster_whisper`` is imported only when a transcriber is built, so the light install (no
 ``callplane[speech]`` extra) still serves the API.
 
-Build one per process and share it (loading takes a second or two; it is thread-safe):
+Build one per process and share it (loading takes a second or two; it is thread-safe; every
+transcriber of a process shares one model whatever it asks of it):
 
     transcriber = WhisperTranscriber.from_settings(settings)
     segments = transcriber.transcribe(pcm16_mono, 8000, hints=["Acme", "refund"])
@@ -32,8 +33,28 @@ if TYPE_CHECKING:
 
     from callplane.settings import Settings
 
-#: Whisper works on 16 kHz audio.
+#: Whisper works on 16 kHz audio, in windows of 30 s (its encoder's input).
 SAMPLE_RATE = 16_000
+WINDOW_SECONDS = 30.0
+#: The live transcriber's window (see ``WhisperTranscriber``): a turn is rarely longer. Not
+#: shorter: at 15 s the encoder is cheaper still (~125 ms against ~190 ms here), but tiny.en
+#: misses more words on telephone audio (the SIP test's "book a table for four people on Friday"
+#: came out "work a table for 4 people and Friday" at 15 s, right at 20 s without hints); below
+#: 10 s it loops ("Yes, yes, yes, ...").
+LIVE_WINDOW_SECONDS = 20.0
+#: Audio within this much of the window's end takes the full path: Whisper clips a word that
+#: ends at the edge of its window.
+_WINDOW_MARGIN = 0.5
+#: Recognitions that run at once on the process's model, whoever asks (more queue inside
+#: CTranslate2). Two, not one: while one is in Python (features, resampling, the tokenizer) the
+#: other keeps the cores busy, and a recording's window no longer holds up a live turn. Measured
+#: on 2 cores, 8 turns submitted at once: all recognised in 0.92 s with two, 1.90 s one at a time
+#: (each with both cores), 1.42 s two at a time with a core each.
+MODEL_WORKERS = 2
+#: faster-whisper's own thresholds for "this window was silence" (a no-speech token likely and
+#: the text improbable).
+_NO_SPEECH_PROB = 0.6
+_SILENT_LOGPROB = -1.0
 
 
 class SpeechUnavailable(RuntimeError):
@@ -86,7 +107,13 @@ def resample(
 
 
 class WhisperTranscriber(Transcriber):
-    """faster-whisper on the CPU. ``transcribe`` is blocking: run it in a thread."""
+    """faster-whisper on the CPU. ``transcribe`` is blocking: run it in a thread.
+
+    ``window_seconds`` below 30 recognises audio that fits in it (a caller's turn) with the
+    encoder on that window rather than Whisper's 30 s: the encoder's cost grows faster than its
+    input (attention): 20 s instead of 30 s is ~190 ms of encoder instead of ~450-590 ms here,
+    at a word error rate no worse than faster-whisper's full path on the bench's sentences.
+    Longer audio, or word times, take faster-whisper's full path."""
 
     def __init__(
         self,
@@ -96,37 +123,27 @@ class WhisperTranscriber(Transcriber):
         compute_type: str = "int8",
         beam_size: int = 1,
         word_timestamps: bool = True,
+        window_seconds: float = WINDOW_SECONDS,
     ) -> None:
         path = Path(model_dir) if model_dir else bundled_model_dir()
         if not (path / "model.bin").is_file():
             raise SpeechUnavailable(f"no CTranslate2 Whisper model (model.bin) in {path}")
-        # Belt and braces: a local directory never touches the hub, and if anything in the stack
-        # tried, it must fail rather than download (DESIGN §10: no model download at run time).
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        try:
-            from faster_whisper import WhisperModel
-        except ImportError:
-            raise SpeechUnavailable(
-                "speech recognition needs the speech extra: pip install 'callplane[speech]'"
-            ) from None
         self.model_dir = path
         self.beam_size = beam_size
         # Word times (Segment.words) cost about a fifth more CPU; a caller that only wants the
         # text of short turns can switch them off.
         self.word_timestamps = word_timestamps
+        self.window_seconds = min(window_seconds, WINDOW_SECONDS)
         # 0 means all cores (as documented): CTranslate2's own default is 4 threads, which on
         # a 2-core machine oversubscribes the CPU (measured ~10% slower per turn than 2 here).
         self.cpu_threads = cpu_threads or os.cpu_count() or 1
-        self._model: Any = WhisperModel(
-            str(path),
-            device="cpu",
-            compute_type=compute_type,
-            cpu_threads=self.cpu_threads,
-            local_files_only=True,
+        self._model: Any = _model(path, compute_type, self.cpu_threads)
+        from faster_whisper.tokenizer import Tokenizer
+
+        model = self._model
+        self._tokenizer: Any = Tokenizer(
+            model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language="en"
         )
-        # CTranslate2 runs concurrent calls on one model, but faster-whisper's decoding loop keeps
-        # per-call state in Python; one call at a time keeps memory and CPU use predictable.
-        self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WhisperTranscriber:
@@ -146,24 +163,74 @@ class WhisperTranscriber(Transcriber):
         # Hotwords (rather than an initial prompt) are put in front of every 30-second window,
         # so a key term said late in a long recording is still favoured.
         hotwords = ", ".join(h.strip() for h in hints if h.strip())[:400] or None
-        with self._lock:
-            raw, _info = self._model.transcribe(
-                samples,
-                language="en",
-                beam_size=self.beam_size,
-                hotwords=hotwords,
-                # Whisper invents text in silence ("Thank you."); the bundled Silero VAD drops
-                # silence first, which also skips work on long quiet stretches.
-                vad_filter=True,
-                condition_on_previous_text=False,
-                # Greedy decoding only, without the sampling fallback: results are repeatable,
-                # and the fallback's random retries mostly fire on repetitive speech (digit
-                # strings), where they do no better.
-                temperature=0.0,
-                word_timestamps=self.word_timestamps,
-            )
-            segments = list(raw)
+        duration = samples.size / SAMPLE_RATE
+        windowed = self.window_seconds < WINDOW_SECONDS and not self.word_timestamps
+        if windowed and duration <= self.window_seconds - _WINDOW_MARGIN:
+            return self._recognise_window(samples, hotwords)
+        raw, _info = self._model.transcribe(
+            samples,
+            language="en",
+            beam_size=self.beam_size,
+            hotwords=hotwords,
+            # Whisper invents text in silence ("Thank you."); the bundled Silero VAD drops
+            # silence first, which also skips work on long quiet stretches.
+            vad_filter=True,
+            condition_on_previous_text=False,
+            # Greedy decoding only, without the sampling fallback: results are repeatable,
+            # and the fallback's random retries mostly fire on repetitive speech (digit
+            # strings), where they do no better.
+            temperature=0.0,
+            word_timestamps=self.word_timestamps,
+        )
+        segments = list(raw)
         return [_segment(s) for s in segments if s.text.strip()]
+
+    def _recognise_window(
+        self, samples: npt.NDArray[np.float32], hotwords: str | None
+    ) -> list[Segment]:
+        """One decoding of the audio in a short window, straight on CTranslate2 (faster-whisper
+        always pads to 30 s). Silence is told by Whisper's no-speech probability rather than a
+        second VAD: the listener's VAD already cut the turn."""
+        import ctranslate2
+        import numpy as np
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        model = self._model
+        features = model.feature_extractor(samples)
+        frames = int(self.window_seconds * SAMPLE_RATE) // model.feature_extractor.hop_length
+        window = np.zeros((1, features.shape[0], frames), dtype=np.float32)
+        window[0, :, : min(frames, features.shape[1])] = features[:, :frames]
+        tokenizer = self._tokenizer
+        # With timestamp tokens, as faster-whisper decodes (they are dropped below): without
+        # them tiny.en heeds hints less ("call plane" for the hinted "callplane").
+        prompt = model.get_prompt(tokenizer, [], without_timestamps=False, hotwords=hotwords)
+        result = model.model.generate(
+            ctranslate2.StorageView.from_array(window),
+            [prompt],
+            beam_size=self.beam_size,
+            # Speech is rarely above 5 tokens a second: a decoding stuck repeating itself stops
+            # there rather than at Whisper's 448 tokens (a second of CPU lost).
+            max_length=min(model.max_length, 20 + int(8 * samples.size / SAMPLE_RATE)),
+            return_scores=True,
+            return_no_speech_prob=True,
+            # faster-whisper's own decoding options (its defaults, as the full path uses them).
+            suppress_blank=True,
+            suppress_tokens=list(get_suppressed_tokens(tokenizer, [-1]) or ()),
+            max_initial_timestamp_index=50,
+        )[0]
+        tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
+        # As faster-whisper computes it: the length-normalised score back to a sum, over the
+        # tokens and the end-of-text one.
+        avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
+        if result.no_speech_prob > _NO_SPEECH_PROB and avg_logprob < _SILENT_LOGPROB:
+            return []
+        text = tokenizer.decode(tokens).strip()
+        # A lone "." is what the model makes of a window of silence that slipped past both.
+        if not any(c.isalnum() for c in text):
+            return []
+        confidence = min(max(math.exp(avg_logprob), 0.0), 1.0)
+        duration = round(samples.size / SAMPLE_RATE, 3)
+        return [Segment(text=text, start=0.0, end=duration, confidence=round(confidence, 4))]
 
 
 def _segment(raw: Any) -> Segment:
@@ -189,11 +256,41 @@ def _segment(raw: Any) -> Segment:
     )
 
 
-#: Why two purposes, and so up to two models in a process: ``transcribe`` runs one recognition
-#: at a time per model (see ``WhisperTranscriber``), and a recording's legs take minutes. A live
-#: call's turn queued behind one would leave the caller waiting that long for an answer. The
-#: purposes also differ in what they ask: recordings need word times (redaction), turns do not
-#: (a fifth less CPU, straight off the response latency).
+def _model(path: Path, compute_type: str, cpu_threads: int) -> Any:
+    """The process's model from ``path``, loaded on first use: every transcriber of a process
+    shares it (a second copy would cost its memory and a load for nothing)."""
+    key = (str(path.resolve()), compute_type, cpu_threads)
+    with _models_lock:
+        model = _models.get(key)
+        if model is None:
+            # Belt and braces: a local directory never touches the hub, and if anything in the
+            # stack tried, it must fail rather than download (DESIGN §10: no model download at
+            # run time).
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            try:
+                from faster_whisper import WhisperModel
+            except ImportError:
+                raise SpeechUnavailable(
+                    "speech recognition needs the speech extra: pip install 'callplane[speech]'"
+                ) from None
+            model = _models[key] = WhisperModel(
+                str(path),
+                device="cpu",
+                compute_type=compute_type,
+                cpu_threads=cpu_threads,
+                num_workers=MODEL_WORKERS,
+                local_files_only=True,
+            )
+        return model
+
+
+_models: dict[tuple[str, str, int], Any] = {}
+_models_lock = threading.Lock()
+
+
+#: Two purposes, two transcribers (on the one model) in a process, as they ask different things:
+#: recordings need word times (redaction), live turns do not (a fifth less CPU, and the short
+#: window: straight off the response latency).
 Purpose = Literal["live", "batch"]
 
 _shared: dict[tuple[Purpose, str | None, int], WhisperTranscriber] = {}
@@ -202,14 +299,16 @@ _shared_lock = threading.Lock()
 
 def shared_transcriber(settings: Settings, purpose: Purpose = "batch") -> WhisperTranscriber:
     """The process's transcriber for this purpose and these settings, built on first use (the
-    model is loaded once per process however many workers, apps or tests ask for it)."""
+    model is loaded once per process however many workers, apps, tests or purposes ask)."""
     key = (purpose, settings.whisper_model_dir, settings.transcriber_threads)
     with _shared_lock:
         transcriber = _shared.get(key)
         if transcriber is None:
+            live = purpose == "live"
             transcriber = _shared[key] = WhisperTranscriber(
                 settings.whisper_model_dir,
                 cpu_threads=settings.transcriber_threads,
-                word_timestamps=purpose == "batch",
+                word_timestamps=not live,
+                window_seconds=LIVE_WINDOW_SECONDS if live else WINDOW_SECONDS,
             )
         return transcriber
