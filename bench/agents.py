@@ -32,6 +32,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from callplane.agents.service import resolve_for_call  # noqa: E402
 from callplane.app import create_app  # noqa: E402
 from callplane.kit.db import Database  # noqa: E402
 from callplane.migrate import upgrade  # noqa: E402
@@ -65,6 +66,18 @@ async def _post_calls(
     started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker() for _ in range(width)))
     return n / (time.perf_counter() - started), n / (time.process_time() - cpu)
+
+
+async def _resolve_us(app: Any, organization_id: int, agent_id: str, n: int = 2000) -> float:
+    """What ``resolve_for_call`` costs by itself, in one transaction: the part of a call's
+    creation an agent adds, apart from the wider row and response."""
+    async with app.state.runtime.db.session(write=True) as session:
+        agent_uuid = uuid.UUID(agent_id)
+        await resolve_for_call(session, organization_id, agent_uuid=agent_uuid)
+        started = time.process_time()
+        for _ in range(n):
+            await resolve_for_call(session, organization_id, agent_uuid=agent_uuid)
+        return (time.process_time() - started) / n * 1e6
 
 
 async def _median_us(client: httpx.AsyncClient, headers: dict[str, str], url: str, n: int) -> float:
@@ -127,8 +140,11 @@ async def main(args: argparse.Namespace) -> None:
             cpu_rates: dict[str, list[float]] = {"without agent": [], "with agent": []}
             per_round = max(args.calls // args.rounds, 50)
             await _post_calls(client, headers, plain, 100, args.concurrency)  # warm-up
-            for _ in range(args.rounds):
-                for label, body in (("without agent", plain), ("with agent", with_agent)):
+            cases = [("without agent", plain), ("with agent", with_agent)]
+            for round_number in range(args.rounds):
+                # Each side goes first in half the rounds: the database grows as calls are
+                # added, and whoever always came second would always meet the bigger one.
+                for label, body in cases if round_number % 2 == 0 else cases[::-1]:
                     rate, cpu_rate = await _post_calls(
                         client, headers, body, per_round, args.concurrency
                     )
@@ -144,6 +160,10 @@ async def main(args: argparse.Namespace) -> None:
             print(
                 f"  with agent     {agent_rate:8.0f} calls/s  {cpu_agent:8.0f} calls/CPU-s"
                 f"  ({agent_rate / base:.2f}x wall, {cpu_agent / cpu_base:.2f}x CPU)"
+            )
+            print(
+                f"  the agent's resolution alone: {await _resolve_us(app, org.id, small[0]):.1f} us"
+                f" a call (of {1e6 / cpu_base:.0f} us of CPU a call without an agent)"
             )
             print(f"history and diff ({args.reads} requests each, median us)")
             for label, path in [
