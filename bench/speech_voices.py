@@ -24,6 +24,7 @@ import resource
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +42,7 @@ from callplane.engine.speaking import Speaker  # noqa: E402
 from callplane.engine.turn_loop import TranscriptLog, TurnLoop  # noqa: E402
 from callplane.observability import turns  # noqa: E402
 from callplane.settings import Settings  # noqa: E402
-from callplane.speech.base import Synthesizer  # noqa: E402
+from callplane.speech.base import Segment, Synthesizer, Transcriber  # noqa: E402
 from callplane.speech.engines import Synthesizers  # noqa: E402
 from callplane.speech.piper import PiperSynthesizer  # noqa: E402
 from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
@@ -89,12 +90,17 @@ def bench_first(voices: dict[str, Synthesizer], repeats: int) -> None:
 
 async def conversation(
     lines: list[bytes],
-    transcriber: WhisperTranscriber,
+    transcriber: Transcriber,
     synth: Synthesizer,
     endpointing: Endpointing,
     base_url: str,
     phases: list[dict[str, object]] | None = None,
+    *,
+    delay: float = 0.0,
+    replies_at: list[float] | None = None,
 ) -> list[float]:
+    """Reply latencies (s) of one conversation; ``replies_at`` gets when each reply began."""
+    await asyncio.sleep(delay)
     caller = PacedCaller(lines)
     brain = ChatCompletionsBrain(base_url)
     entries: list[dict[str, object]] = []
@@ -117,6 +123,8 @@ async def conversation(
         await loop.run()
     finally:
         await brain.aclose()
+    if replies_at is not None:
+        replies_at += caller.first_reply_frame
     return [
         reply - ended
         for ended, reply in zip(caller.speech_ended, caller.first_reply_frame, strict=False)
@@ -146,33 +154,99 @@ async def bench_reply(
 
 
 async def bench_capacity(
-    synth: Synthesizer, name: str, transcriber: WhisperTranscriber, turns: int, sizes: list[int]
+    synth: Synthesizer,
+    name: str,
+    transcriber: Transcriber,
+    turns: int,
+    sizes: list[int],
+    arrivals: list[str],
 ) -> None:
-    """Each size's reply latency, and the mean of each phase of a turn (``observability.turns``:
-    end of turn, recognition, brain's first token, first audio), to show which one grows."""
+    """Each size's reply latency, the mean of each phase of a turn (``observability.turns``:
+    end of turn, recognition, brain's first token, first audio), to show which one grows, and
+    the CPU time a turn costs (this process and Piper's).
+
+    ``together``: the N callers say the same lines at the same moments, every turn of every
+    call ending at once (a worst case no real worker sees: independent callers do not
+    synchronise). ``staggered``: the N calls start spread over one turn's cycle (a caller's line
+    and the 2 s they listen), as independent calls overlap; only replies made while all N
+    calls were up are counted, so the ramp up and down, with fewer calls, does not flatter it."""
     espeak = EspeakSynthesizer()
     lines = [
         _trim(espeak.synthesize(CALLER_LINES[n % len(CALLER_LINES)], 8000)) for n in range(turns)
     ]
+    line_seconds = statistics.fmean(len(pcm) / 16000 for pcm in lines)
+    cycle = line_seconds + 2.5
     print(f"capacity, smart endpointing, {name}, {turns} turns a call (reply latency, ms):")
-    print(f"  {'':12} {'':34}  {'phase means: end  recog  token  audio':>38}")
+    print(
+        f"  {'':24} {'':34}  {'phase means: end  recog  token  audio':>38}  CPU/turn (own + voice)  recognitions/turn"
+    )
     with StubLLM(replies=[AGENT_REPLY]) as stub:
-        for calls in sizes:
-            phases: list[dict[str, object]] = []
-            results = await asyncio.gather(
-                *(
-                    conversation(lines, transcriber, synth, Endpointing(), stub.base_url, phases)
-                    for _ in range(calls)
+        for arrival in arrivals:
+            for calls in sizes:
+                phases: list[dict[str, object]] = []
+                starts = [0.0 if arrival == "together" else k * cycle / calls for k in range(calls)]
+                replies_at: list[list[float]] = [[] for _ in range(calls)]
+                counting = CountingTranscriber(transcriber)
+                own, voice = _process_cpu(), _cpu_seconds(synth)
+                began = time.monotonic()
+                results = await asyncio.gather(
+                    *(
+                        conversation(
+                            lines,
+                            counting,
+                            synth,
+                            Endpointing(),
+                            stub.base_url,
+                            phases,
+                            delay=starts[k],
+                            replies_at=replies_at[k],
+                        )
+                        for k in range(calls)
+                    )
                 )
-            )
-            every = [x for r in results for x in r]
-            means = [
-                statistics.fmean(float(p[f"{phase}_ms"]) for p in phases)  # type: ignore[arg-type]
-                for phase in ("end_of_turn", "recognition", "first_token", "first_audio")
-            ]
-            verdict = "ok" if percentile(every, 0.95) < 1.2 else "over 1.2 s"
-            cells = "  ".join(f"{m:5.0f}" for m in means)
-            print(f"  {calls:2} at once: {ms(every)}  {cells}  {verdict}")
+                own, voice = _process_cpu() - own, _cpu_seconds(synth) - voice
+                # While all N were up: after the last call's first reply, before the first
+                # call's last one.
+                full_from = began + starts[-1] + line_seconds
+                full_until = min(r[-1] for r in replies_at if r)
+                every = [
+                    latency
+                    for result, at in zip(results, replies_at, strict=True)
+                    for latency, when in zip(result, at, strict=False)
+                    if full_from <= when <= full_until
+                ] or [x for r in results for x in r]
+                means = [
+                    statistics.fmean(float(p[f"{phase}_ms"]) for p in phases)  # type: ignore[arg-type]
+                    for phase in ("end_of_turn", "recognition", "first_token", "first_audio")
+                ]
+                verdict = "ok" if percentile(every, 0.95) < 1.2 else "over 1.2 s"
+                cells = "  ".join(f"{m:5.0f}" for m in means)
+                turns_made = max(1, len(phases))
+                per_turn = f"{own / turns_made * 1000:4.0f} + {voice / turns_made * 1000:3.0f}"
+                per_turn += f"  {counting.count / turns_made:.1f}"
+                print(
+                    f"  {arrival:9} {calls:2} at once: {ms(every)}  {cells}  {per_turn} ms"
+                    f"  ({len(every)} replies, load {os.getloadavg()[0]:.1f})  {verdict}"
+                )
+
+
+class CountingTranscriber(Transcriber):
+    """Counts recognitions: a turn's own, and the pauses' guesses that the caller talked over."""
+
+    def __init__(self, inner: Transcriber) -> None:
+        self.inner = inner
+        self.count = 0
+
+    def transcribe(
+        self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
+    ) -> list[Segment]:
+        self.count += 1
+        return self.inner.transcribe(pcm, sample_rate, hints=hints)
+
+
+def _process_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
 
 
 def main() -> None:
@@ -182,6 +256,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument(
         "--calls", default="1,2,4,8", help="capacity part: conversations at once, comma-separated"
+    )
+    parser.add_argument(
+        "--arrivals",
+        default="staggered,together",
+        help="capacity part: calls spread over a turn's cycle, and/or all in step",
     )
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -203,6 +282,7 @@ def main() -> None:
                     transcriber,
                     args.turns,
                     [int(n) for n in args.calls.split(",")],
+                    args.arrivals.split(","),
                 )
             )
     finally:

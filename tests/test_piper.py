@@ -56,6 +56,16 @@ def test_the_joe_voice_speaks_at_the_phone_and_the_browser_rate(joe: PiperSynthe
     assert rms(browser) > 1000
 
 
+def test_piper_runs_onnxruntime_on_one_thread(joe: PiperSynthesizer) -> None:
+    # Two threads cost ~1.9x the CPU of one for the same sentence, taken from Whisper on a busy
+    # worker (speech/piper.py, PIPER_THREADS).
+    if "ORT_INTRA_OP_NUM_THREADS" in os.environ:
+        pytest.skip("the environment chooses Piper's threads")
+    joe.synthesize("One thread.", 8000)
+    environ = Path(f"/proc/{joe.pid}/environ").read_bytes().split(b"\0")
+    assert b"ORT_INTRA_OP_NUM_THREADS=1" in environ
+
+
 def test_a_killed_process_is_restarted_and_its_line_finished_by_espeak(
     joe: PiperSynthesizer,
 ) -> None:

@@ -49,6 +49,14 @@ MAX_TEXT_CHARS = 4000
 #: Failures in a row after which a voice rests (its lines go to the fallback), and for how long.
 FAILURES_BEFORE_REST = 3
 REST_SECONDS = 60.0
+#: onnxruntime's threads inside a Piper process (its default is one per core, and Piper sets
+#: none). One: a sentence on two threads took ~1.9x its wall time in CPU here, one thread ~1.0x
+#: (~250 against ~360 ms of CPU for a short sentence), and on a busy worker that waste is taken
+#: from Whisper. A reply's first clause costs ~20-40 ms more wall time alone; at 8 calls on 2
+#: cores, a turn's synthesis costs ~510 ms of CPU instead of ~780 (bench/speech_voices.py).
+#: Sentences of one voice are spoken one at a time anyway; more cores are used by more workers.
+#: ``ORT_INTRA_OP_NUM_THREADS`` in the worker's environment overrides it.
+PIPER_THREADS = "1"
 
 
 class PiperFailed(RuntimeError):
@@ -203,6 +211,7 @@ class PiperSynthesizer(Synthesizer):
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            env={"ORT_INTRA_OP_NUM_THREADS": PIPER_THREADS, **os.environ},
             # Its own session: a terminal's Ctrl-C reaches the worker, which stops it in order.
             start_new_session=True,
         )
