@@ -178,7 +178,8 @@ async def bench_capacity(
     cycle = line_seconds + 2.5
     print(f"capacity, smart endpointing, {name}, {turns} turns a call (reply latency, ms):")
     print(
-        f"  {'':24} {'':34}  {'phase means: end  recog  token  audio':>38}  CPU/turn (own + voice)  recognitions/turn"
+        f"  {'':24} {'':34}  {'phase means: end  recog  token  audio':>38}"
+        "  CPU/turn (own + voice)  recognitions/turn"
     )
     with StubLLM(replies=[AGENT_REPLY]) as stub:
         for arrival in arrivals:
