@@ -10,7 +10,9 @@ reply     reply latency of the whole audio turn loop on ``bench/conversation.py`
           espeak-ng. Latency = from the caller's last voiced frame to the reply's first frame.
 capacity  N such conversations at once on one worker process (one Whisper model, one Piper
           process shared): reply latency as N grows (--calls 1,2,4,8), with the mean of each
-          phase of a turn (end of turn, recognition, brain's first token, first audio).
+          phase of a turn (end of turn, recognition, brain's first token, first audio), the
+          CPU time of a turn and the recognitions it took; the calls either start spread over
+          a turn's cycle (``staggered``) or all say the same lines at once (``together``).
 
 Prints tables for docs/voices.md.
 """
