@@ -25,6 +25,7 @@ import os
 import resource
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -241,10 +242,15 @@ class CountingTranscriber(Transcriber):
         self.count = 0
 
     def transcribe(
-        self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
+        self,
+        pcm: bytes,
+        sample_rate: int,
+        *,
+        hints: Sequence[str] = (),
+        abandoned: threading.Event | None = None,
     ) -> list[Segment]:
         self.count += 1
-        return self.inner.transcribe(pcm, sample_rate, hints=hints)
+        return self.inner.transcribe(pcm, sample_rate, hints=hints, abandoned=abandoned)
 
 
 def _process_cpu() -> float:

@@ -10,6 +10,7 @@ character, so a line is "heard" for as long as the test wants.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -101,7 +102,12 @@ class FakeTranscriber(Transcriber):
         self.hints: list[tuple[str, ...]] = []
 
     def transcribe(
-        self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
+        self,
+        pcm: bytes,
+        sample_rate: int,
+        *,
+        hints: Sequence[str] = (),
+        abandoned: threading.Event | None = None,
     ) -> list[Segment]:
         self.hints.append(tuple(hints))
         text = pcm.decode()

@@ -4,6 +4,7 @@ recogniser as hints."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator, Sequence
 
@@ -46,7 +47,12 @@ class Lengths(Transcriber):
         self.threads: set[str] = set()
 
     def transcribe(
-        self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
+        self,
+        pcm: bytes,
+        sample_rate: int,
+        *,
+        hints: Sequence[str] = (),
+        abandoned: threading.Event | None = None,
     ) -> list[Segment]:
         self.heard.append(len(pcm))
         self.hints.append(tuple(hints))
@@ -111,3 +117,47 @@ async def test_the_turns_text_is_recognised_from_all_of_its_audio(
     assert set(transcriber.hints) == {("Acme",)}  # the call's keyterms, as hints
     # On the recognition pool, not the loop's default executor that synthesis also used.
     assert transcriber.threads and all(t.startswith("recognition") for t in transcriber.threads)
+
+
+class Patient(Transcriber):
+    """Waits a while for the guess to be abandoned, and says whether it was."""
+
+    def __init__(self) -> None:
+        self.abandoned: list[bool] = []
+
+    def transcribe(
+        self,
+        pcm: bytes,
+        sample_rate: int,
+        *,
+        hints: Sequence[str] = (),
+        abandoned: threading.Event | None = None,
+    ) -> list[Segment]:
+        gone = abandoned is not None and abandoned.wait(0.5)
+        self.abandoned.append(gone)
+        return [Segment(text=f"{len(pcm)} bytes", start=0.0, end=1.0, confidence=1.0)]
+
+
+class PacedFrames(Frames):
+    async def frames(self) -> AsyncIterator[Frame]:
+        for _ in range(self._count):
+            await asyncio.sleep(0.005)
+            yield AudioFrame(bytes(FRAME_BYTES))
+
+
+async def test_a_running_guess_is_told_when_the_caller_goes_on() -> None:
+    # The recogniser can then stop before its most expensive half (WhisperTranscriber skips
+    # decoding): the guess's text would never be used.
+    script = SPEECH + PAUSE + SPEECH * 2 + END
+    detector = Recorder(script)
+    transcriber = Patient()
+    listener = Listener(
+        PacedFrames(len(script)), transcriber=transcriber, detector=lambda: detector
+    )
+
+    said = [e for e in [e async for e in listener.events()] if isinstance(e, CallerSaid)]
+
+    # The first pause's guess was running when the caller spoke again; the turn's own was not
+    # abandoned, and its text is the turn's.
+    assert transcriber.abandoned == [True, False]
+    assert [e.text for e in said] == [f"{len(detector.ended[0])} bytes"]

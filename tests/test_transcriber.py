@@ -128,3 +128,31 @@ def test_a_turn_longer_than_the_window_is_recognised_whole() -> None:
     assert len(pcm) / 2 / ESPEAK_RATE > live.window_seconds
     heard = words_of(" ".join(s.text for s in live.transcribe(pcm, ESPEAK_RATE)))
     assert {"invoice", "package", "weeks"} <= heard
+
+
+def test_a_guess_abandoned_before_its_decoding_is_not_decoded() -> None:
+    import threading
+
+    from callplane.settings import Settings
+    from callplane.speech.transcriber import shared_transcriber
+
+    live = shared_transcriber(Settings(_env_file=None), "live")  # type: ignore[call-arg]
+    pcm = _pcm(speech(SENTENCE))
+    abandoned = threading.Event()
+    assert words_of(live.transcribe(pcm, ESPEAK_RATE, abandoned=abandoned)[0].text) >= {"invoice"}
+    abandoned.set()
+    assert live.transcribe(pcm, ESPEAK_RATE, abandoned=abandoned) == []
+
+
+def test_turns_of_either_window_are_heard_whole() -> None:
+    # 10 s for a turn that fits (most do), 20 s for a longer one: the same words either way.
+    from callplane.settings import Settings
+    from callplane.speech.transcriber import SHORT_WINDOW_SECONDS, shared_transcriber
+
+    live = shared_transcriber(Settings(_env_file=None), "live")  # type: ignore[call-arg]
+    short = speech("Please call me back tomorrow morning about the invoice.")
+    long_turn = _pcm(short) + bytes(ESPEAK_RATE * 2 * 8) + _pcm(short)
+    assert len(long_turn) / 2 / ESPEAK_RATE > SHORT_WINDOW_SECONDS
+    for pcm in (_pcm(short), long_turn):
+        heard = words_of(" ".join(s.text for s in live.transcribe(pcm, ESPEAK_RATE)))
+        assert {"call", "back", "tomorrow", "morning", "invoice"} <= heard

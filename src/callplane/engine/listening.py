@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -118,6 +119,8 @@ class Listener:
         detector = self._detector()
         speech_started = time.monotonic()
         guess: asyncio.Task[str] | None = None
+        #: Set when the guess's text will never be used.
+        abandon = threading.Event()
         guessed_audio = b""
         #: The pause's guess whose text still has to set how long this turn waits.
         deciding: asyncio.Task[str] | None = None
@@ -141,7 +144,8 @@ class Listener:
                         speech_started = time.monotonic()
                         out.put_nowait(CallerSpeaking(speech_started))
                     elif isinstance(event, SpeechPaused):
-                        guess = asyncio.create_task(self._recognise(event.audio))
+                        abandon = threading.Event()
+                        guess = asyncio.create_task(self._recognise(event.audio, abandon))
                         guessed_audio = event.audio
                         if self._endpointing is not None:
                             # Until this pause's text is known, the longest wait holds.
@@ -155,6 +159,7 @@ class Listener:
                         # audio: the caller may have spoken again after it, and a turn cut at
                         # its longest may end mid-word after an earlier pause.
                         if guess is None or guessed_audio != event.audio:
+                            abandon.set()
                             guess = asyncio.create_task(self._recognise(event.audio))
                         ended = time.monotonic() - event.silence_seconds
                         turn = CallerSaid("", speech_started, ended, time.monotonic())
@@ -163,7 +168,9 @@ class Listener:
                 if guess is not None and detector.silent_ms == 0:
                     # The caller spoke again: the guess's audio is no longer the turn's, so its
                     # text will never be used. Dropped, it never runs if it is still queued for
-                    # a recognition thread (on a busy worker, most such guesses are).
+                    # a recognition thread (on a busy worker, most such guesses are); one
+                    # already running stops before decoding if it can.
+                    abandon.set()
                     guess.cancel()
                     guess, guessed_audio = None, b""
             if delivered is not None:
@@ -190,14 +197,19 @@ class Listener:
         finally:
             inbox.put_nowait(None)
 
-    async def _recognise(self, pcm: bytes) -> str:
+    async def _recognise(self, pcm: bytes, abandoned: threading.Event | None = None) -> str:
         if self._transcriber is None:
             return ""
         audio, rate = self._connection.recognition_audio(pcm)
         started = time.monotonic()
         try:
             segments = await executors.run(
-                "recognition", self._transcriber.transcribe, audio, rate, hints=self._hints
+                "recognition",
+                self._transcriber.transcribe,
+                audio,
+                rate,
+                hints=self._hints,
+                abandoned=abandoned,
             )
             observe_recognition(len(pcm), time.monotonic() - started)
         except Exception:

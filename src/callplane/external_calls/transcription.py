@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -37,10 +38,15 @@ class LazyTranscriber(Transcriber):
         self.settings = settings
 
     def transcribe(
-        self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
+        self,
+        pcm: bytes,
+        sample_rate: int,
+        *,
+        hints: Sequence[str] = (),
+        abandoned: threading.Event | None = None,
     ) -> list[Segment]:
         transcriber = shared_transcriber(self.settings, "batch")
-        return transcriber.transcribe(pcm, sample_rate, hints=hints)
+        return transcriber.transcribe(pcm, sample_rate, hints=hints, abandoned=abandoned)
 
 
 def speech_available(settings: Settings) -> str | None:

@@ -11,6 +11,7 @@ stated; an implementation resamples to what it needs.
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,11 +44,18 @@ class Segment:
 class Transcriber(abc.ABC):
     @abc.abstractmethod
     def transcribe(
-        self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
+        self,
+        pcm: bytes,
+        sample_rate: int,
+        *,
+        hints: Sequence[str] = (),
+        abandoned: threading.Event | None = None,
     ) -> list[Segment]:
         """Recognise speech. Blocking and CPU-bound: callers run it off the event loop.
 
         ``hints`` are words and phrases likely to be said (a call's ``keyterms``).
+        ``abandoned``, once set, says the text is no longer wanted (the caller went on talking
+        after a pause's guess): an implementation may stop early and return anything.
         """
 
 

@@ -154,12 +154,22 @@ class WhisperTranscriber(Transcriber):
         return cls(settings.whisper_model_dir, cpu_threads=settings.transcriber_threads)
 
     def transcribe(
-        self, pcm: bytes, sample_rate: int, *, hints: Sequence[str] = ()
+        self,
+        pcm: bytes,
+        sample_rate: int,
+        *,
+        hints: Sequence[str] = (),
+        abandoned: threading.Event | None = None,
     ) -> list[Segment]:
-        return self.transcribe_samples(_float_audio(pcm, sample_rate), hints=hints)
+        samples = _float_audio(pcm, sample_rate)
+        return self.transcribe_samples(samples, hints=hints, abandoned=abandoned)
 
     def transcribe_samples(
-        self, samples: npt.NDArray[np.float32], *, hints: Sequence[str] = ()
+        self,
+        samples: npt.NDArray[np.float32],
+        *,
+        hints: Sequence[str] = (),
+        abandoned: threading.Event | None = None,
     ) -> list[Segment]:
         """Recognise 16 kHz mono float samples in [-1, 1] (what the decoder hands the pipeline)."""
         if samples.size < SAMPLE_RATE // 10:
@@ -172,7 +182,7 @@ class WhisperTranscriber(Transcriber):
         if windowed and duration <= self.window_seconds - _WINDOW_MARGIN:
             short = min(SHORT_WINDOW_SECONDS, self.window_seconds)
             window = short if duration <= short - _WINDOW_MARGIN else self.window_seconds
-            return self._recognise_window(samples, hotwords, window)
+            return self._recognise_window(samples, hotwords, window, abandoned)
         raw, _info = self._model.transcribe(
             samples,
             language="en",
@@ -192,11 +202,19 @@ class WhisperTranscriber(Transcriber):
         return [_segment(s) for s in segments if s.text.strip()]
 
     def _recognise_window(
-        self, samples: npt.NDArray[np.float32], hotwords: str | None, window_seconds: float
+        self,
+        samples: npt.NDArray[np.float32],
+        hotwords: str | None,
+        window_seconds: float,
+        abandoned: threading.Event | None,
     ) -> list[Segment]:
         """One decoding of the audio in a short window, straight on CTranslate2 (faster-whisper
         always pads to 30 s). Silence is told by Whisper's no-speech probability rather than a
-        second VAD: the listener's VAD already cut the turn."""
+        second VAD: the listener's VAD already cut the turn.
+
+        Encoding and decoding are two steps so that a guess the caller talked over during the
+        encoding is not decoded: the decoder is ~40 % of a turn's CPU, and most pauses inside
+        a sentence are shorter than the guess's recognition."""
         import ctranslate2
         import numpy as np
         from faster_whisper.transcribe import get_suppressed_tokens
@@ -214,8 +232,11 @@ class WhisperTranscriber(Transcriber):
         # With timestamp tokens, as faster-whisper decodes (they are dropped below): without
         # them tiny.en heeds hints less ("call plane" for the hinted "callplane").
         prompt = model.get_prompt(tokenizer, [], without_timestamps=False, hotwords=hotwords)
+        encoded = model.model.encode(ctranslate2.StorageView.from_array(window), to_cpu=False)
+        if abandoned is not None and abandoned.is_set():
+            return []
         result = model.model.generate(
-            ctranslate2.StorageView.from_array(window),
+            encoded,
             [prompt],
             beam_size=self.beam_size,
             # Speech is rarely above 5 tokens a second: a decoding stuck repeating itself stops
