@@ -47,7 +47,7 @@ from callplane.observability import turns  # noqa: E402
 from callplane.settings import Settings  # noqa: E402
 from callplane.speech.base import Segment, Synthesizer, Transcriber  # noqa: E402
 from callplane.speech.engines import Synthesizers  # noqa: E402
-from callplane.speech.piper import PiperSynthesizer  # noqa: E402
+from callplane.speech.piper import PiperPool, PiperSynthesizer  # noqa: E402
 from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
 from callplane.speech.transcriber import WhisperTranscriber, shared_transcriber  # noqa: E402
 
@@ -68,9 +68,12 @@ def ms(values: list[float]) -> str:
 
 def _cpu_seconds(synth: Synthesizer) -> float:
     """CPU time of the synthesis so far: Piper's process, or this process's children."""
-    if isinstance(synth, PiperSynthesizer) and synth.pid is not None:
-        fields = Path(f"/proc/{synth.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    if isinstance(synth, PiperSynthesizer | PiperPool):
+        ticks = 0
+        for pid in synth.pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
@@ -271,10 +274,13 @@ def main() -> None:
         default="staggered,together",
         help="capacity part: calls spread over a turn's cycle, and/or all in step",
     )
+    parser.add_argument(
+        "--piper-processes", type=int, default=1, help="CALLPLANE_PIPER_PROCESSES for the voice"
+    )
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    registry = Synthesizers("espeak-ng:en-us", None)
+    registry = Synthesizers("espeak-ng:en-us", None, piper_processes=args.piper_processes)
     voices = {PIPER: registry.get(PIPER), "espeak-ng:en-us": registry.get("espeak-ng:en-us")}
     # The worker's own live transcriber (engine/providers.py), whatever it is set up to do.
     transcriber = shared_transcriber(Settings(_env_file=None), "live")  # type: ignore[call-arg]

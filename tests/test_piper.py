@@ -21,7 +21,7 @@ from callplane.speech.engines import (
     list_engines,
     parse_engine,
 )
-from callplane.speech.piper import PiperSynthesizer, find_voices
+from callplane.speech.piper import PiperPool, PiperSynthesizer, find_voices
 from callplane.speech.resampling import resample_pcm
 from callplane.speech.synthesis import EspeakSynthesizer
 from tests.sipp_peer import rms, tone_power
@@ -133,6 +133,27 @@ def test_an_engine_not_installed() -> None:
     # A call whose voice's engine went away still speaks (espeak-ng), rather than not at all.
     voices = Synthesizers("espeak-ng:en-us", None)
     assert isinstance(voices.get("piper:en_US-nobody-high"), EspeakSynthesizer)
+
+
+def test_a_voice_on_two_processes_speaks_two_lines_at_once() -> None:
+    # CALLPLANE_PIPER_PROCESSES=2: a caller's first words are made while another call's
+    # sentence is.
+    from concurrent.futures import ThreadPoolExecutor
+
+    voices = Synthesizers("espeak-ng:en-us", None, piper_processes=2)
+    try:
+        pool = voices.get(f"piper:{JOE}")
+        assert isinstance(pool, PiperPool) and len(set(pool.pids)) == 2
+        with ThreadPoolExecutor(4) as threads:
+            spoken = list(threads.map(lambda _: pool.synthesize(LINE, 8000), range(4)))
+        # Four lines at once on two processes: each process spoke some of them.
+        assert sorted(m.lines for m in pool.members)[0] >= 1
+        assert sum(m.lines for m in pool.members) == 4
+        lengths = [len(pcm) for pcm in spoken]  # Piper's noise varies a line's length a little
+        assert max(lengths) < 1.2 * min(lengths) and all(rms(_samples(p)) > 1000 for p in spoken)
+    finally:
+        voices.close()
+    assert not any(m.pid for m in pool.members)
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from callplane.speech.base import Synthesizer
-from callplane.speech.piper import VOICE_NAME, PiperSynthesizer, find_voices
+from callplane.speech.piper import VOICE_NAME, PiperPool, PiperSynthesizer, find_voices
 from callplane.speech.synthesis import EspeakSynthesizer
 
 log = logging.getLogger("callplane.speech.engines")
@@ -98,9 +98,12 @@ def _espeak_voices() -> tuple[str, ...]:
 class Synthesizers:
     """Each engine's synthesizer, built once per process and shared by every call."""
 
-    def __init__(self, default_engine: str, piper_voices_dir: str | None) -> None:
+    def __init__(
+        self, default_engine: str, piper_voices_dir: str | None, *, piper_processes: int = 1
+    ) -> None:
         self.default_engine = default_engine
         self.piper_voices_dir = piper_voices_dir
+        self.piper_processes = piper_processes
         self._lock = threading.Lock()
         self._built: dict[str, Synthesizer] = {}
 
@@ -123,7 +126,7 @@ class Synthesizers:
         with self._lock:
             built, self._built = list(self._built.values()), {}
         for synthesizer in built:
-            if isinstance(synthesizer, PiperSynthesizer):
+            if isinstance(synthesizer, PiperSynthesizer | PiperPool):
                 synthesizer.close()
 
     def _build(self, name: str) -> Synthesizer:
@@ -133,7 +136,11 @@ class Synthesizers:
         voices = find_voices(self.piper_voices_dir)
         if voice not in voices:
             raise EngineNotInstalled(name)
-        piper = PiperSynthesizer(voices[voice], fallback=self._espeak(DEFAULT_ENGINE))
+        fallback = self._espeak(DEFAULT_ENGINE)
+        members = [
+            PiperSynthesizer(voices[voice], fallback=fallback) for _ in range(self.piper_processes)
+        ]
+        piper = members[0] if len(members) == 1 else PiperPool(members)
         piper.start()
         return piper
 
@@ -146,24 +153,30 @@ class Synthesizers:
         return synthesizer
 
 
-def shared_synthesizers(default_engine: str, piper_voices_dir: str | None) -> Synthesizers:
+def shared_synthesizers(
+    default_engine: str, piper_voices_dir: str | None, *, piper_processes: int = 1
+) -> Synthesizers:
     """One registry per process and configuration: the worker's calls and the API's previews
     share each Piper process rather than loading a voice twice."""
-    key = (default_engine, piper_voices_dir)
+    key = (default_engine, piper_voices_dir, piper_processes)
     with _shared_lock:
         registry = _shared.get(key)
         if registry is None:
-            registry = _shared[key] = Synthesizers(default_engine, piper_voices_dir)
+            registry = _shared[key] = Synthesizers(
+                default_engine, piper_voices_dir, piper_processes=piper_processes
+            )
         return registry
 
 
-_shared: dict[tuple[str, str | None], Synthesizers] = {}
+_shared: dict[tuple[str, str | None, int], Synthesizers] = {}
 _shared_lock = threading.Lock()
 
 
-def build_voices(default_engine: str, piper_voices_dir: str | None) -> Synthesizers:
+def build_voices(
+    default_engine: str, piper_voices_dir: str | None, *, piper_processes: int = 1
+) -> Synthesizers:
     """The worker's voices, with the default engine ready before the first call (a Piper
     voice's model loads in about a second)."""
-    voices = shared_synthesizers(default_engine, piper_voices_dir)
+    voices = shared_synthesizers(default_engine, piper_voices_dir, piper_processes=piper_processes)
     voices.get(None)
     return voices

@@ -143,6 +143,10 @@ class PiperSynthesizer(Synthesizer):
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
+    @property
+    def pids(self) -> list[int]:
+        return [] if self._process is None else [self._process.pid]
+
     def start(self) -> None:
         """Start the process and speak a word, so a call's first sentence does not wait for the
         model to load (about a second) nor for onnxruntime's first, slower run."""
@@ -261,6 +265,37 @@ class PiperSynthesizer(Synthesizer):
             process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=5)
+
+
+class PiperPool(Synthesizer):
+    """One voice spoken by several Piper processes: a sentence goes to whichever is free, so a
+    caller's first words are not made to wait for another call's long sentence. Each member
+    restarts and falls back on its own."""
+
+    def __init__(self, members: list[PiperSynthesizer]) -> None:
+        self.members = members
+        self._free: queue.Queue[PiperSynthesizer] = queue.Queue()
+        for member in members:
+            self._free.put(member)
+
+    @property
+    def pids(self) -> list[int]:
+        return [pid for member in self.members if (pid := member.pid) is not None]
+
+    def start(self) -> None:
+        for member in self.members:
+            member.start()
+
+    def synthesize(self, text: str, sample_rate: int) -> bytes:
+        member = self._free.get()
+        try:
+            return member.synthesize(text, sample_rate)
+        finally:
+            self._free.put(member)
+
+    def close(self) -> None:
+        for member in self.members:
+            member.close()
 
 
 def _read_log(process: subprocess.Popen[bytes], said: queue.Queue[str | None]) -> None:

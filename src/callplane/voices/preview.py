@@ -30,7 +30,12 @@ def preview_text(voice: Voice, text: str | None) -> str:
 
 
 async def speak_preview(
-    voice: Voice, text: str, default_engine: str, piper_voices_dir: str | None
+    voice: Voice,
+    text: str,
+    default_engine: str,
+    piper_voices_dir: str | None,
+    *,
+    piper_processes: int = 1,
 ) -> bytes:
     """A mono 16-bit WAV file of ``text`` in the voice."""
     engine = voice.engine or default_engine
@@ -38,7 +43,8 @@ async def speak_preview(
         check_engine(engine, piper_voices_dir)
     except (ValueError, EngineNotInstalled) as exc:
         raise Conflict(f"This voice cannot be heard here: {exc}") from None
-    synthesizer = shared_synthesizers(default_engine, piper_voices_dir).get(engine)
+    voices = shared_synthesizers(default_engine, piper_voices_dir, piper_processes=piper_processes)
+    synthesizer = voices.get(engine)
     try:
         pcm = await asyncio.to_thread(synthesizer.synthesize, text, PREVIEW_RATE)
     except (SynthesisError, PiperFailed, OSError) as exc:

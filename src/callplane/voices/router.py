@@ -95,6 +95,10 @@ async def preview_voice(
     voice = await service.get_voice(session, tenant.organization_id, uuid)
     settings = runtime.settings
     audio = await speak_preview(
-        voice, preview_text(voice, text), settings.voice_engine, settings.piper_voices_dir
+        voice,
+        preview_text(voice, text),
+        settings.voice_engine,
+        settings.piper_voices_dir,
+        piper_processes=settings.piper_processes,
     )
     return Response(audio, media_type="audio/wav")
