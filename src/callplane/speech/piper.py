@@ -54,7 +54,7 @@ REST_SECONDS = 60.0
 #: (~250 against ~360 ms of CPU for a short sentence), and on a busy worker that waste is taken
 #: from Whisper. A reply's first clause costs ~20-40 ms more wall time alone; at 8 calls on 2
 #: cores, a turn's synthesis costs ~510 ms of CPU instead of ~780 (bench/speech_voices.py).
-#: Sentences of one voice are spoken one at a time anyway; more cores are used by more workers.
+#: More cores are used by more processes (``CALLPLANE_PIPER_PROCESSES``) or more workers.
 #: ``ORT_INTRA_OP_NUM_THREADS`` in the worker's environment overrides it.
 PIPER_THREADS = "1"
 
