@@ -103,3 +103,29 @@ async def test_unreachable_redis_fails_open(make_app):
     async with client_for(app) as c:
         statuses = [(await c.get("/v1/voices", headers=org.headers)).status_code for _ in range(3)]
     assert statuses == [200, 200, 200]
+
+
+async def test_an_app_that_stops_closes_its_redis_connections(database_url, redis_url):
+    """A stopped app leaves no connection to Redis open (nor one for the garbage collector)."""
+    import redis.asyncio
+
+    from callplane.app import create_app
+    from tests.conftest import make_settings
+
+    name = f"cptest-{uuid.uuid4().hex[:12]}"
+    url = f"{redis_url}{'&' if '?' in redis_url else '?'}client_name={name}"
+    app = create_app(make_settings(database_url, rate_limit="5/minute", redis_url=url))
+    admin = redis.asyncio.Redis.from_url(redis_url)
+
+    async def ours() -> int:
+        return sum(client["name"] == name for client in await admin.client_list())
+
+    try:
+        async with app.router.lifespan_context(app):
+            org = await make_org(app)
+            async with client_for(app) as c:
+                assert (await c.get("/v1/voices", headers=org.headers)).status_code == 200
+            assert await ours() >= 1
+        assert await ours() == 0
+    finally:
+        await admin.aclose()

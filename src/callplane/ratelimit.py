@@ -15,6 +15,7 @@ from limits import RateLimitItem, parse
 from limits.aio.storage import MemoryStorage, Storage
 from limits.aio.strategies import FixedWindowRateLimiter
 from limits.storage import storage_from_string
+from redis.asyncio import ConnectionPool
 
 from callplane.errors import RateLimited
 from callplane.settings import Settings
@@ -30,15 +31,22 @@ def parse_limit(value: str) -> RateLimitItem | None:
     return parse(value)
 
 
-def _storage(settings: Settings) -> Storage:
+def _storage(settings: Settings) -> tuple[Storage, ConnectionPool | None]:
+    """The counters' storage, and the Redis connection pool behind it (ours to close: the
+    storage never closes its connections, which would be left to the garbage collector)."""
     if not settings.redis_url:
-        return MemoryStorage()
-    url = settings.redis_url
-    if url.startswith(("redis://", "rediss://", "redis+unix://")):
-        url = "async+" + url
-    storage = storage_from_string(url, key_prefix=settings.redis_prefix, implementation="redispy")
+        return MemoryStorage(), None
+    url = settings.redis_url.removeprefix("async+")
+    pool = ConnectionPool.from_url(url.replace("redis+unix://", "unix://", 1))
+    storage = storage_from_string(
+        "async+" + url,
+        key_prefix=settings.redis_prefix,
+        implementation="redispy",
+        # Documented by limits ("connection_pool: if provided..."), typed as a scalar option.
+        connection_pool=pool,  # type: ignore[arg-type]
+    )
     assert isinstance(storage, Storage), "an async+ URL yields an async storage"
-    return storage
+    return storage, pool
 
 
 class RateLimiter:
@@ -47,7 +55,10 @@ class RateLimiter:
         self.auth_failures = parse_limit(settings.auth_failure_limit)
         self.signin_failures = parse_limit(settings.signin_limit)
         limited = self.per_key or self.auth_failures or self.signin_failures
-        self.storage = _storage(settings) if limited else None
+        self.storage: Storage | None = None
+        self._pool: ConnectionPool | None = None
+        if limited:
+            self.storage, self._pool = _storage(settings)
         self._strategy = FixedWindowRateLimiter(self.storage) if self.storage else None
 
     async def _retry_after(self, item: RateLimitItem, identity: str) -> int:
@@ -108,6 +119,10 @@ class RateLimiter:
                 await self._strategy.hit(self.signin_failures, f"signin:{identity}")
         except Exception:
             log.exception("rate limiter unavailable; failure not counted")
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
 
     @property
     def in_memory(self) -> bool:

@@ -49,6 +49,7 @@ class Runtime:
         )
 
     async def close(self) -> None:
+        await self.limiter.aclose()
         if self.own_transactions is not None:
             await self.own_transactions.close()
         await self.db.dispose()
