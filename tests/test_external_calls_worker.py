@@ -6,10 +6,7 @@ pipeline but the upload's wake-up. A real HTTP receiver on 127.0.0.1 collects th
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -18,51 +15,7 @@ from fastapi import FastAPI
 from tests.audio import speech, wav_bytes, words_of
 from tests.factories import make_org
 from tests.test_external_calls_ingest import SENTENCE, create_call, get_call, upload
-
-
-class Hooks:
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.arrived = asyncio.Condition()
-
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while line := await reader.readline():
-                if not line.strip():
-                    continue
-                headers: dict[str, str] = {}
-                while (raw := await reader.readline()) not in (b"\r\n", b""):
-                    name, _, value = raw.decode().partition(":")
-                    headers[name.strip().lower()] = value.strip()
-                body = await reader.readexactly(int(headers.get("content-length", "0")))
-                writer.write(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
-                await writer.drain()
-                async with self.arrived:
-                    self.bodies.append(json.loads(body))
-                    self.headers.append(headers)
-                    self.arrived.notify_all()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-
-    async def wait_for(self, count: int, within: float = 60.0) -> list[dict[str, Any]]:
-        async with self.arrived:
-            await asyncio.wait_for(self.arrived.wait_for(lambda: len(self.bodies) >= count), within)
-        return self.bodies
-
-
-@asynccontextmanager
-async def receiver() -> AsyncIterator[tuple[Hooks, str]]:
-    hooks = Hooks()
-    server = await asyncio.start_server(hooks.serve, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield hooks, f"http://127.0.0.1:{port}/hooks"
-    finally:
-        server.close()
-        await server.wait_closed()
+from tests.webhook_receiver import receiver
 
 
 async def test_uploaded_legs_are_transcribed_by_the_worker_and_reported(make_app: Any) -> None:
@@ -71,12 +24,12 @@ async def test_uploaded_legs_are_transcribed_by_the_worker_and_reported(make_app
     )
     org = await make_org(app)
     async with (
-        receiver() as (hooks, url),
+        receiver() as hooks,
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client,
     ):
         created = await client.post(
             "/v1/webhooks",
-            json={"url": url, "events": ["external_call.transcribed", "external_call.error"]},
+            json={"url": hooks.url, "events": ["external_call.transcribed", "external_call.error"]},
             headers=org.headers,
         )
         assert created.status_code == 201, created.text
@@ -84,10 +37,10 @@ async def test_uploaded_legs_are_transcribed_by_the_worker_and_reported(make_app
         leg = (await upload(client, org, good["id"], wav_bytes(speech(SENTENCE)))).json()
         await upload(client, org, bad["id"], b"definitely not audio")
 
-        bodies = await hooks.wait_for(2)
+        bodies = [json.loads(r.body) for r in await hooks.wait_for(2, within=60)]
         by_type = {b["type"]: b for b in bodies}
         assert set(by_type) == {"external_call.transcribed", "external_call.error"}
-        assert all(h["webhook-signature"].startswith("v1,") for h in hooks.headers)
+        assert all(r.headers["webhook-signature"].startswith("v1,") for r in hooks.received)
 
         done = by_type["external_call.transcribed"]["data"]
         assert done["external_call"]["id"] == good["id"]

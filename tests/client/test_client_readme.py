@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from callplane_client import Callplane
 
 from tests.live_server import live_server, seed_org
 
@@ -23,8 +24,15 @@ def test_readme_examples_run(
         monkeypatch.setenv("CALLPLANE_API_KEY", org.api_key)
         monkeypatch.setenv("CALLPLANE_BASE_URL", server.url)
         namespace: dict[str, object] = {"__name__": "readme"}
-        for block in blocks:
-            exec(compile(block, str(README), "exec"), namespace)  # noqa: S102
+        try:
+            for block in blocks:
+                exec(compile(block, str(README), "exec"), namespace)  # noqa: S102
+        finally:
+            # The README leaves its client open, as a script may: its keep-alive socket would
+            # otherwise be collected during some later test.
+            for value in namespace.values():
+                if isinstance(value, Callplane):
+                    value.close()
     printed = capsys.readouterr().out
     assert "Aria" in printed and "5c0f1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e01 completed" in printed
     assert "cancelled" in printed and "409" in printed and "webhook.test" in printed
