@@ -44,6 +44,29 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 tenancy_check.install()
 
 
+def _reaches_a_database(item: pytest.Item) -> bool:
+    """Whether a test can answer differently on PostgreSQL: it takes a database from the
+    harness, or picks its backend itself (a module reading BACKEND or creating databases)."""
+    module = getattr(item, "module", None)
+    return (
+        "database_template" in getattr(item, "fixturenames", ())
+        or item.get_closest_marker("postgres") is not None
+        or any(hasattr(module, name) for name in ("BACKEND", "_pg_admin", "_pg_url"))
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The PostgreSQL run leaves out what touches no database (speech, SIP parsing, the turn
+    loop's fakes, docs): the SQLite run has already run it, and it cannot differ here. A test
+    that wants both runs takes a database (or reads BACKEND)."""
+    if BACKEND != "postgresql" or os.environ.get("CALLPLANE_TEST_EVERYTHING"):
+        return
+    kept = [item for item in items if _reaches_a_database(item)]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if not _reaches_a_database(i)])
+        items[:] = kept
+
+
 @pytest.fixture(autouse=True)
 def tenancy_filtered() -> Any:
     """Fail the test when any statement it ran touched a tenant table without the filter."""
