@@ -7,7 +7,8 @@ stt        Whisper tiny.en (faster-whisper, int8, the worker's settings) on espe
 audio      Response latency of the whole audio turn loop: a caller's espeak-ng sentence fed in
            real time (20 ms frames, as RTP arrives), voice-activity detection, end of turn,
            Whisper, the brain (the local stub OpenAI-compatible server of the tests, streaming,
-           no think time), espeak-ng synthesis of the first sentence. Latency = from the last
+           no think time; ``--words-per-second`` paces its stream as a model's is), espeak-ng
+           synthesis of the first words. Latency = from the last
            frame of the caller's speech to the first frame of the agent's reply queued for
            playback. In-process (a paced in-memory connection stands in for the SIP socket).
 simulated  10 simultaneous conversations on one worker over the simulated network (text, the
@@ -116,12 +117,16 @@ class PacedCaller(Connection):
 
 
 async def bench_audio(
-    synth: EspeakSynthesizer, transcriber: WhisperTranscriber, turns: int
+    synth: EspeakSynthesizer,
+    transcriber: WhisperTranscriber,
+    turns: int,
+    words_per_second: float = 0.0,
 ) -> list[float]:
     lines = [synth.synthesize(CALLER_LINES[n % len(CALLER_LINES)], 8000) for n in range(turns)]
     # Espeak pads its output with silence: trim it so "the caller stopped" is the last voiced frame.
     lines = [_trim(pcm) for pcm in lines]
-    with StubLLM(replies=[AGENT_REPLY]) as stub:
+    pace = {"words_per_chunk": 1, "chunk_seconds": 1 / words_per_second} if words_per_second else {}
+    with StubLLM(replies=[AGENT_REPLY], **pace) as stub:  # type: ignore[arg-type]
         brain = ChatCompletionsBrain(stub.base_url)
         caller = PacedCaller(lines)
         entries: list[dict[str, object]] = []
@@ -174,6 +179,12 @@ def main() -> None:
         default="0,300",
         help="simulated part: the stub brain's times to first token, comma-separated",
     )
+    parser.add_argument(
+        "--words-per-second",
+        type=float,
+        default=0.0,
+        help="audio part: the stub brain streams a word at a time at this pace (0: at once)",
+    )
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     synth = EspeakSynthesizer()
@@ -182,7 +193,10 @@ def main() -> None:
     if "stt" in parts:
         bench_stt(synth, transcriber)
     if "audio" in parts:
-        report("audio turn loop", asyncio.run(bench_audio(synth, transcriber, args.turns)))
+        report(
+            "audio turn loop",
+            asyncio.run(bench_audio(synth, transcriber, args.turns, args.words_per_second)),
+        )
     if "simulated" in parts:
         sys.path.insert(0, str(ROOT / "bench"))
         from simulated_load import bench_simulated

@@ -128,9 +128,10 @@ class FakeSynthesizer(Synthesizer):
 @dataclass
 class FakeBrain:
     """Answers each turn with the next scripted reply: text (streamed word by word), a list of
-    events, or a ``BrainError``; ``delay`` before the first token."""
+    events (an ``asyncio.Event`` in it holds the stream until it is set), or a
+    ``BrainError``; ``delay`` before the first token."""
 
-    replies: list[str | list[ReplyEvent] | BrainError] = field(default_factory=list)
+    replies: list[str | list[ReplyEvent | asyncio.Event] | BrainError] = field(default_factory=list)
     delay: float = 0.0
     #: (messages, model, temperature) of every request.
     requests: list[tuple[list[dict[str, Any]], str | None, float | None]] = field(
@@ -171,7 +172,10 @@ class FakeBrain:
                 await asyncio.sleep(0)
             return
         for event in reply:
-            yield event
+            if isinstance(event, asyncio.Event):
+                await event.wait()
+            else:
+                yield event
 
     async def aclose(self) -> None:
         self.closed = True

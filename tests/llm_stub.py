@@ -52,6 +52,7 @@ class StubLLM:
         mode: Mode = "ok",
         first_token_seconds: float = 0.0,
         words_per_chunk: int = 3,
+        chunk_seconds: float = 0.0,
         after_tool: Sequence[Reply | str] = ("Done.",),
     ) -> None:
         self.replies = [r if isinstance(r, Reply) else Reply(r) for r in replies]
@@ -63,6 +64,8 @@ class StubLLM:
         self.mode: Mode = mode
         self.first_token_seconds = first_token_seconds
         self.words_per_chunk = words_per_chunk
+        #: Time between streamed chunks: a model's pace (0: all at once).
+        self.chunk_seconds = chunk_seconds
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._released = threading.Event()
@@ -188,7 +191,9 @@ def _handler_for(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if stub.first_token_seconds:
                 time.sleep(stub.first_token_seconds)
-            for chunk in stub._chunks(reply):
+            for n, chunk in enumerate(stub._chunks(reply)):
+                if n and stub.chunk_seconds:
+                    time.sleep(stub.chunk_seconds)
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
             self.wfile.write(b"data: [DONE]\n\n")

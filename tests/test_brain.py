@@ -160,6 +160,45 @@ def test_sentences_are_cut_only_at_real_boundaries(
     assert splitter.flush() == rest
 
 
+@pytest.mark.parametrize(
+    ("pieces", "found"),
+    [
+        # The clause goes as soon as its break has arrived.
+        (
+            ["Of course,", " I can", " do that. Is", " that all?"],
+            [["Of course,"], [], ["I can do that."], []],
+        ),
+        (["Of course, I", " can", " do it. "], [["Of course,"], [], ["I can do it."]]),
+        # Only a reply's first clause, and only ahead of its first sentence.
+        (["Sure. Well then, I", " can."], [["Sure."], []]),
+        # A whole sentence arriving at once is the speaker's to cut (first_audio_parts).
+        (["Of course, I can. Then, we", " go."], [["Of course, I can."], []]),
+        # One word before the break is not a clause; a number's comma is no break.
+        (["Hi, this", " is it. "], [[], ["Hi, this is it."]]),
+        (["It is 1,000 dollars", " now. "], [[], ["It is 1,000 dollars now."]]),
+        (["It is 1,", "000 dollars, I", " think. "], [[], ["It is 1,000 dollars,"], ["I think."]]),
+    ],
+    ids=[
+        "streamed",
+        "next-word",
+        "after-a-sentence",
+        "same-piece",
+        "one-word",
+        "number",
+        "split-number",
+    ],
+)
+def test_a_replys_opening_clause_goes_ahead_of_its_sentence(
+    pieces: list[str], found: list[list[str]]
+) -> None:
+    splitter = SentenceSplitter(opening_clause=True)
+    assert [splitter.feed(piece) for piece in pieces] == found
+    everything = " ".join(s for piece in found for s in piece)
+    assert everything + (" " + rest if (rest := splitter.flush()) else "") == " ".join(
+        "".join(pieces).split()
+    )
+
+
 async def test_summary_by_the_brain_else_extractive(stub: StubLLM) -> None:
     brain = ChatCompletionsBrain(stub.base_url)
     try:

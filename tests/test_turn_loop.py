@@ -4,6 +4,8 @@ end-to-end tests (test_conversation*.py) keep what only the wire shows."""
 
 from __future__ import annotations
 
+import asyncio
+
 from callplane.brain import BrainError, TextDelta
 from callplane.engine.agent import AgentSpec, Voicemail
 from callplane.engine.turn_loop import (
@@ -68,6 +70,23 @@ async def test_a_turn_is_heard_with_the_keyterms_answered_and_timed() -> None:
     messages = brain.requests[0][0]
     assert messages[-1] == {"role": "user", "content": "Can I come Friday?"}
     assert len(call.latencies) == 1 and call.latencies[0] >= 0
+
+
+async def test_a_replys_first_words_are_spoken_while_its_sentence_still_streams() -> None:
+    rest_of_sentence = asyncio.Event()
+    streamed = [TextDelta("Of course, "), TextDelta("I "), rest_of_sentence]
+    brain = FakeBrain([[*streamed, TextDelta("can do that for you. Anything else?")]])
+    call = Conversation(AgentSpec(agent_speaks_first=False), brain).start()
+    call.says("Can you move it?")
+    # The model has not finished the sentence, and the caller already hears its first words.
+    await call.until(lambda: call.synthesizer.spoken == ["Of course,"])
+    rest_of_sentence.set()
+    await call.until(lambda: call.lines())
+    call.hangs_up()
+    await call.ended()
+    assert call.synthesizer.spoken == ["Of course,", "I can do that for you.", "Anything else?"]
+    assert call.lines() == ["Of course, I can do that for you. Anything else?"]
+    assert len(call.latencies) == 1
 
 
 async def test_an_early_barge_in_drops_the_answer_still_being_generated() -> None:

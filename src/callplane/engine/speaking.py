@@ -17,10 +17,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 import weakref
 
+from callplane.brain.sentences import opening_clause
 from callplane.engine.reply import Reply
 from callplane.speech import executors
 from callplane.speech.base import Synthesizer
@@ -63,19 +63,16 @@ _precedence: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Precedence] =
 )
 
 
-#: A clause break early in a sentence: "Of course, I can do that for you."
-_CLAUSE = re.compile(r"^(\S+(?:\s+\S+)+?[,;:])\s+(\S.*)$")
-
-
 def first_audio_parts(sentence: str) -> list[str]:
     """A reply's first sentence as it is synthesised: cut at its first clause break when both
     sides are worth it (two words or more before, four or more after), so the caller hears
     "Of course," while the rest is synthesised. Synthesis time grows with the audio's length
-    (Piper: ~0.1 s of CPU a second of speech), and the first part is all the caller waits for."""
-    match = _CLAUSE.match(sentence.strip())
-    if match is None or len(match.group(2).split()) < 4:
+    (Piper: ~0.1 s of CPU a second of speech), and the first part is all the caller waits for.
+    (A streamed reply has its clause cut as it arrives: ``SentenceSplitter``.)"""
+    parts = opening_clause(sentence.strip())
+    if parts is None or len(parts[1].split()) < 4:
         return [sentence]
-    return [match.group(1), match.group(2)]
+    return list(parts)
 
 
 def _precedence_here() -> _Precedence:

@@ -341,7 +341,8 @@ class TurnLoop:
         tools = self.toolbox.definitions() if offer_tools else []
         stream: asyncio.Queue[ReplyEvent | BrainError | None] = asyncio.Queue()
         thinking = asyncio.create_task(_think(self.brain, self.spec, messages, tools, stream))
-        splitter = SentenceSplitter()
+        # Nothing said yet on this line: its first words may go ahead of their sentence.
+        splitter = SentenceSplitter(opening_clause=not reply.sentences)
         tool_calls: list[ToolCall] = []
         try:
             while (item := await stream.get()) is not None:
