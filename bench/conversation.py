@@ -125,8 +125,12 @@ async def bench_audio(
     lines = [synth.synthesize(CALLER_LINES[n % len(CALLER_LINES)], 8000) for n in range(turns)]
     # Espeak pads its output with silence: trim it so "the caller stopped" is the last voiced frame.
     lines = [_trim(pcm) for pcm in lines]
-    pace = {"words_per_chunk": 1, "chunk_seconds": 1 / words_per_second} if words_per_second else {}
-    with StubLLM(replies=[AGENT_REPLY], **pace) as stub:  # type: ignore[arg-type]
+    # Paced: a word a chunk, as a model streams tokens; else three words a chunk, all at once.
+    with StubLLM(
+        replies=[AGENT_REPLY],
+        words_per_chunk=1 if words_per_second else 3,
+        chunk_seconds=1 / words_per_second if words_per_second else 0.0,
+    ) as stub:
         brain = ChatCompletionsBrain(stub.base_url)
         caller = PacedCaller(lines)
         entries: list[dict[str, object]] = []

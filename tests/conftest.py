@@ -61,9 +61,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     that wants both runs takes a database (or reads BACKEND)."""
     if BACKEND != "postgresql" or os.environ.get("CALLPLANE_TEST_EVERYTHING"):
         return
-    kept = [item for item in items if _reaches_a_database(item)]
-    if len(kept) < len(items):
-        config.hook.pytest_deselected(items=[i for i in items if not _reaches_a_database(i)])
+    kept, left_out = [], []
+    for item in items:
+        (kept if _reaches_a_database(item) else left_out).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
         items[:] = kept
 
 
