@@ -39,13 +39,15 @@ async def test_an_answered_call_completes_with_timestamps_duration_and_transcrip
     assert call["first_message"] == "Hi, this is Bright Smiles."
     started, ended = _at(call["started_at"]), _at(call["ended_at"])
     assert _at(call["created_at"]) <= started < ended
-    assert call["duration"] == int((ended - started).total_seconds()) == 1
+    # The simulated person talks for 1.2 s; a loaded machine only makes the call longer.
+    lasted = (ended - started).total_seconds()
+    assert call["duration"] == int(lasted) >= 1
     lines = [(t["role"], t["text"]) for t in call["transcripts"]]
     assert lines[0] == ("assistant", "Hi, this is Bright Smiles.")
     assert ("user", "Hello?") in lines
     assert ("user", "Yes, speaking.") in lines  # the script answers the agent's line
     assert ("user", "Bye!") not in lines  # the agent said only one line
-    assert all(0 <= t["timestamp"] <= 1.5 for t in call["transcripts"])
+    assert all(0 <= t["timestamp"] <= lasted for t in call["transcripts"])
 
     assert [e["sequence"] for e in events] == [1, 2, 3, 4]
     assert [e["type"] for e in events] == [
@@ -61,7 +63,7 @@ async def test_an_answered_call_completes_with_timestamps_duration_and_transcrip
         "completed",
     ]
     assert events[1]["data"]["answered_by"] == "human"
-    assert events[2]["data"]["duration"] == 1
+    assert events[2]["data"]["duration"] == call["duration"]
     assert _at(events[0]["at"]) <= _at(events[1]["at"]) <= _at(events[2]["at"])
 
 
