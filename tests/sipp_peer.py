@@ -172,17 +172,25 @@ async def start_sipp(
 
 
 async def _wait_listening(port: int, process: asyncio.subprocess.Process) -> None:
-    """SIPp binds its port a moment after it starts; an INVITE sent before is lost."""
+    """SIPp binds its port a moment after it starts; an INVITE sent before is lost.
+
+    Read from the kernel's table, not by trying to bind the port: a probe holding it for that
+    instant made SIPp's own bind fail ("Unable to bind main socket", seen once in CI)."""
     for _ in range(200):
         if process.returncode is not None:
             raise RuntimeError(f"SIPp exited early ({process.returncode})")
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                return
+        if _udp_bound(port):
+            return
         await asyncio.sleep(0.02)
     raise RuntimeError("SIPp never bound its port")
+
+
+def _udp_bound(port: int) -> bool:
+    """Whether some socket is bound to this UDP port (``/proc/net/udp``: local address
+    ``0100007F:PORT`` in hex, after a header line)."""
+    suffix = f":{port:04X}"
+    with open("/proc/net/udp") as table:
+        return any(line.split()[1].endswith(suffix) for line in list(table)[1:])
 
 
 def wav_channels(data: bytes) -> tuple[list[int], list[int], int]:
