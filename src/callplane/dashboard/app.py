@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from jinja2 import Environment
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
@@ -28,6 +29,7 @@ from callplane.dashboard import (
 )
 from callplane.dashboard.rendering import build_environment, render
 from callplane.dashboard.sessions import SessionCodec
+from callplane.http.shared_routes import include_shared
 from callplane.runtime import Runtime
 
 log = logging.getLogger("callplane.dashboard")
@@ -88,8 +90,7 @@ def create_dashboard(runtime: Runtime) -> FastAPI:
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.runtime = runtime
     app.state.dashboard = DashboardState(SessionCodec(runtime.settings), build_environment())
-    for router in PAGES:
-        app.include_router(router)
+    include_shared(app, PAGES, prefix="", response_class=JSONResponse)
 
     @app.get("/", include_in_schema=False)
     async def home(request: Request) -> Response:
