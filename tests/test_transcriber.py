@@ -114,6 +114,8 @@ def test_live_turns_are_recognised_in_the_short_window_with_hints() -> None:
     assert "callplane" in " ".join(s.text for s in hinted).lower()
 
     assert live.transcribe(np.zeros(3 * ESPEAK_RATE, dtype="<i2").tobytes(), ESPEAK_RATE) == []
+    hiss = np.random.default_rng(7).integers(-16, 17, 3 * ESPEAK_RATE).astype("<i2")  # -66 dBFS
+    assert live.transcribe(hiss.tobytes(), ESPEAK_RATE) == []
 
 
 def test_a_turn_longer_than_the_window_is_recognised_whole() -> None:

@@ -58,6 +58,9 @@ MODEL_WORKERS = 2
 #: the text improbable).
 _NO_SPEECH_PROB = 0.6
 _SILENT_LOGPROB = -1.0
+#: Audio whose loudest sample is below -60 dBFS holds no speech (speech is never that quiet):
+#: Whisper is not asked, as it would hear "you" in a silent window.
+_SILENT_PEAK = 0.001
 
 
 class SpeechUnavailable(RuntimeError):
@@ -172,7 +175,9 @@ class WhisperTranscriber(Transcriber):
         abandoned: threading.Event | None = None,
     ) -> list[Segment]:
         """Recognise 16 kHz mono float samples in [-1, 1] (what the decoder hands the pipeline)."""
-        if samples.size < SAMPLE_RATE // 10:
+        import numpy as np
+
+        if samples.size < SAMPLE_RATE // 10 or float(np.abs(samples).max()) < _SILENT_PEAK:
             return []
         # Hotwords (rather than an initial prompt) are put in front of every 30-second window,
         # so a key term said late in a long recording is still favoured.
