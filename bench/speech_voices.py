@@ -12,7 +12,8 @@ capacity  N such conversations at once on one worker process (one Whisper model,
           process shared): reply latency as N grows (--calls 1,2,4,8), with the mean of each
           phase of a turn (end of turn, recognition, brain's first token, first audio), the
           CPU time of a turn and the recognitions it took; the calls either start spread over
-          a turn's cycle (``staggered``) or all say the same lines at once (``together``).
+          a turn's cycle (``staggered``) or all say the same lines at once (``together``);
+          ``--guess-ms 120,60`` compares when smart endpointing starts its guess.
 
 Prints tables for docs/voices.md.
 """
@@ -166,6 +167,7 @@ async def bench_capacity(
     turns: int,
     sizes: list[int],
     arrivals: list[str],
+    guesses: Sequence[int | None] = (None,),
 ) -> None:
     """Each size's reply latency, the mean of each phase of a turn (``observability.turns``:
     end of turn, recognition, brain's first token, first audio), to show which one grows, and
@@ -188,53 +190,56 @@ async def bench_capacity(
         "  CPU/turn (own + voice)  recognitions/turn"
     )
     with StubLLM(replies=[AGENT_REPLY]) as stub:
-        for arrival in arrivals:
-            for calls in sizes:
-                phases: list[dict[str, object]] = []
-                starts = [0.0 if arrival == "together" else k * cycle / calls for k in range(calls)]
-                replies_at: list[list[float]] = [[] for _ in range(calls)]
-                counting = CountingTranscriber(transcriber)
-                own, voice = _process_cpu(), _cpu_seconds(synth)
-                began = time.monotonic()
-                results = await asyncio.gather(
-                    *(
-                        conversation(
-                            lines,
-                            counting,
-                            synth,
-                            Endpointing(),
-                            stub.base_url,
-                            phases,
-                            delay=starts[k],
-                            replies_at=replies_at[k],
-                        )
-                        for k in range(calls)
+        for arrival, calls, guess_ms in (
+            (a, n, g) for a in arrivals for n in sizes for g in guesses
+        ):
+            endpointing = Endpointing() if guess_ms is None else Endpointing(guess_ms=guess_ms)
+            phases: list[dict[str, object]] = []
+            starts = [0.0 if arrival == "together" else k * cycle / calls for k in range(calls)]
+            replies_at: list[list[float]] = [[] for _ in range(calls)]
+            counting = CountingTranscriber(transcriber)
+            own, voice = _process_cpu(), _cpu_seconds(synth)
+            began = time.monotonic()
+            results = await asyncio.gather(
+                *(
+                    conversation(
+                        lines,
+                        counting,
+                        synth,
+                        endpointing,
+                        stub.base_url,
+                        phases,
+                        delay=starts[k],
+                        replies_at=replies_at[k],
                     )
+                    for k in range(calls)
                 )
-                own, voice = _process_cpu() - own, _cpu_seconds(synth) - voice
-                # While all N were up: after the last call's first reply, before the first
-                # call's last one.
-                full_from = began + starts[-1] + line_seconds
-                full_until = min(r[-1] for r in replies_at if r)
-                every = [
-                    latency
-                    for result, at in zip(results, replies_at, strict=True)
-                    for latency, when in zip(result, at, strict=False)
-                    if full_from <= when <= full_until
-                ] or [x for r in results for x in r]
-                means = [
-                    statistics.fmean(float(p[f"{phase}_ms"]) for p in phases)  # type: ignore[arg-type]
-                    for phase in ("end_of_turn", "recognition", "first_token", "first_audio")
-                ]
-                verdict = "ok" if percentile(every, 0.95) < 1.2 else "over 1.2 s"
-                cells = "  ".join(f"{m:5.0f}" for m in means)
-                turns_made = max(1, len(phases))
-                per_turn = f"{own / turns_made * 1000:4.0f} + {voice / turns_made * 1000:3.0f}"
-                per_turn += f"  {counting.count / turns_made:.1f}"
-                print(
-                    f"  {arrival:9} {calls:2} at once: {ms(every)}  {cells}  {per_turn} ms"
-                    f"  ({len(every)} replies, load {os.getloadavg()[0]:.1f})  {verdict}"
-                )
+            )
+            own, voice = _process_cpu() - own, _cpu_seconds(synth) - voice
+            # While all N were up: after the last call's first reply, before the first
+            # call's last one.
+            full_from = began + starts[-1] + line_seconds
+            full_until = min(r[-1] for r in replies_at if r)
+            every = [
+                latency
+                for result, at in zip(results, replies_at, strict=True)
+                for latency, when in zip(result, at, strict=False)
+                if full_from <= when <= full_until
+            ] or [x for r in results for x in r]
+            means = [
+                statistics.fmean(float(p[f"{phase}_ms"]) for p in phases)  # type: ignore[arg-type]
+                for phase in ("end_of_turn", "recognition", "first_token", "first_audio")
+            ]
+            verdict = "ok" if percentile(every, 0.95) < 1.2 else "over 1.2 s"
+            cells = "  ".join(f"{m:5.0f}" for m in means)
+            turns_made = max(1, len(phases))
+            per_turn = f"{own / turns_made * 1000:4.0f} + {voice / turns_made * 1000:3.0f}"
+            per_turn += f"  {counting.count / turns_made:.1f}"
+            guessing = f" guess {endpointing.guess_ms} ms" if guesses != (None,) else ""
+            print(
+                f"  {arrival:9} {calls:2} at once{guessing}: {ms(every)}  {cells}  {per_turn} ms"
+                f"  ({len(every)} replies, load {os.getloadavg()[0]:.1f})  {verdict}"
+            )
 
 
 class CountingTranscriber(Transcriber):
@@ -275,6 +280,12 @@ def main() -> None:
         help="capacity part: calls spread over a turn's cycle, and/or all in step",
     )
     parser.add_argument(
+        "--guess-ms",
+        default="",
+        help="capacity part: smart endpointing's guess after this much silence, comma-separated"
+        " values taking turns (default: the worker's)",
+    )
+    parser.add_argument(
         "--piper-processes", type=int, default=1, help="CALLPLANE_PIPER_PROCESSES for the voice"
     )
     args = parser.parse_args()
@@ -298,6 +309,7 @@ def main() -> None:
                     args.turns,
                     [int(n) for n in args.calls.split(",")],
                     args.arrivals.split(","),
+                    [int(g) for g in args.guess_ms.split(",")] if args.guess_ms else (None,),
                 )
             )
     finally:
