@@ -112,6 +112,40 @@ def test_a_tool_answer_follows_its_call_even_after_the_caller_spoke() -> None:
     ]
 
 
+def test_a_line_said_while_the_tools_ran_goes_with_their_calls() -> None:
+    transcript = [
+        {"role": "user", "text": "Is Friday free?"},
+        {"role": "assistant", "function_name": "lookup", "arguments": {}, "text": ""},
+        {"role": "assistant", "text": "One moment, let me check."},
+        {"role": "user", "text": "Sure."},
+        {"role": "tool", "function_name": "lookup", "text": '{"free":true}'},
+        {"role": "assistant", "text": "Friday is free."},
+    ]
+    messages = conversation_messages(None, transcript)
+    assert [m["role"] for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "user",
+        "assistant",
+    ]
+    assert messages[2]["content"] == "One moment, let me check."
+    assert messages[2]["tool_calls"][0]["function"]["name"] == "lookup"
+    assert messages[3]["content"] == '{"free":true}'
+    assert [m["content"] for m in messages[4:]] == ["Sure.", "Friday is free."]
+
+
+def test_a_call_never_answered_takes_no_line_with_it() -> None:
+    transcript = [
+        {"role": "assistant", "function_name": "lookup", "arguments": {}, "text": ""},
+        {"role": "assistant", "text": "Anything else?"},
+    ]
+    messages = conversation_messages(None, transcript)
+    assert messages[1]["content"] is None and messages[2]["content"] == "no result"
+    assert messages[3] == {"role": "assistant", "content": "Anything else?"}
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -49,10 +49,16 @@ def conversation_messages(call_prompt: str | None, transcript: Sequence[Entry]) 
             while index < len(transcript) and _is_call(transcript[index]):
                 group.append(index)
                 index += 1
+            # What the agent said while its tools ran ("One moment, let me check.") was said
+            # before their answers: it goes with the calls, not after the answers, where the
+            # model would read it as said once it had the results.
+            meanwhile = _said_meanwhile(transcript, index, [answers.get(n) for n in group])
+            used.update(meanwhile)
+            said = " ".join(transcript[n]["text"] for n in meanwhile)
             messages.append(
                 {
                     "role": "assistant",
-                    "content": None,
+                    "content": said or None,
                     "tool_calls": [
                         {
                             "id": f"call_{number}",
@@ -84,6 +90,20 @@ def conversation_messages(call_prompt: str | None, transcript: Sequence[Entry]) 
             messages.append({"role": role, "content": entry["text"]})
         index += 1
     return messages
+
+
+def _said_meanwhile(
+    transcript: Sequence[Entry], after: int, answers: Sequence[int | None]
+) -> list[int]:
+    """The agent's lines between a group of tool calls and the last of their answers."""
+    until = max((a for a in answers if a is not None), default=after)
+    return [
+        n
+        for n in range(after, until)
+        if transcript[n].get("role") == "assistant"
+        and not transcript[n].get("function_name")
+        and transcript[n].get("text")
+    ]
 
 
 def _is_call(entry: Entry) -> bool:
