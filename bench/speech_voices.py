@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import resource
 import statistics
@@ -190,9 +191,7 @@ async def bench_capacity(
         "  CPU/turn (own + voice)  recognitions/turn"
     )
     with StubLLM(replies=[AGENT_REPLY]) as stub:
-        for arrival, calls, guess_ms in (
-            (a, n, g) for a in arrivals for n in sizes for g in guesses
-        ):
+        for arrival, calls, guess_ms in itertools.product(arrivals, sizes, guesses):
             endpointing = Endpointing() if guess_ms is None else Endpointing(guess_ms=guess_ms)
             phases: list[dict[str, object]] = []
             starts = [0.0 if arrival == "together" else k * cycle / calls for k in range(calls)]

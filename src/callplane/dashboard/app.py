@@ -6,7 +6,6 @@ import logging
 from dataclasses import dataclass
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
 from jinja2 import Environment
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
@@ -90,7 +89,7 @@ def create_dashboard(runtime: Runtime) -> FastAPI:
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.runtime = runtime
     app.state.dashboard = DashboardState(SessionCodec(runtime.settings), build_environment())
-    include_shared(app, PAGES, prefix="", response_class=JSONResponse)
+    include_shared(app, PAGES, prefix="")
 
     @app.get("/", include_in_schema=False)
     async def home(request: Request) -> Response:

@@ -12,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fastapi import APIRouter, FastAPI
+from fastapi.datastructures import DefaultPlaceholder
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 
-def include_shared(
-    app: FastAPI, routers: Sequence[APIRouter], *, prefix: str, response_class: type[Response]
-) -> None:
-    """``app.include_router`` for each router, with the routes built once per process.
-
-    ``response_class`` stands in for the app's ``default_response_class``."""
+def include_shared(app: FastAPI, routers: Sequence[APIRouter], *, prefix: str) -> None:
+    """``app.include_router`` for each router, with the routes built once per process."""
+    response_class = app.router.default_response_class
+    if isinstance(response_class, DefaultPlaceholder):
+        response_class = response_class.value
     # By identity (an APIRouter is not hashable): routers are module-level and live as long.
     key = (tuple(map(id, routers)), prefix, response_class)
     if key not in _INCLUDED:

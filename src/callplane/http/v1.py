@@ -16,7 +16,6 @@ from callplane.external_calls.fast import FAST_PATHS as EXTERNAL_CALLS_FAST
 from callplane.external_calls.router import router as external_calls
 from callplane.feedback.router import router as feedback
 from callplane.http.fast import FastPath
-from callplane.http.responses import JSONResponse
 from callplane.http.shared_routes import include_shared
 from callplane.phone_numbers.router import router as phone_numbers
 from callplane.recordings.router import router as recordings
@@ -48,4 +47,4 @@ V1_FAST_PATHS: tuple[FastPath, ...] = (*CUSTOM_DATA_FAST, *EXTERNAL_CALLS_FAST)
 def include_v1(app: FastAPI) -> None:
     """Mount every domain router under /v1, directly on the app (one level of routers to match
     through, which keeps FastAPI's route matching cheap)."""
-    include_shared(app, V1_ROUTERS, prefix="/v1", response_class=JSONResponse)
+    include_shared(app, V1_ROUTERS, prefix="/v1")
