@@ -243,10 +243,12 @@ async def test_a_slow_tool_has_its_line_said_while_it_runs(monkeypatch: Any) -> 
     lookup.gate.set()
     await finish(call, 3)
     assert call.lines() == ["Hi.", "One moment please.", "It shipped."]
-    # The brain hears its hold line as said with the call, before the answer came.
+    # The brain hears its hold line as said with the call, before the answer came. (Where the
+    # greeting falls against the caller's first words depends on timing: not looked at.)
     history = brain.requests[1][0]
-    assert [m["role"] for m in history[-3:]] == ["user", "assistant", "tool"]
-    assert history[-2]["content"] == "One moment please." and history[-2]["tool_calls"]
+    [made] = [n for n, message in enumerate(history) if message.get("tool_calls")]
+    assert history[made]["content"] == "One moment please."
+    assert [m["role"] for m in history[made + 1 :]] == ["tool"]
 
 
 async def test_the_caller_may_barge_in_while_a_tool_runs() -> None:
