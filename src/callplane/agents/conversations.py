@@ -60,6 +60,10 @@ async def take_turn(
     )
     transcript: list[dict[str, Any]] = [{"role": m.role, "text": m.text} for m in body.messages]
     entries: list[dict[str, Any]] = []
+    if not transcript and config.get("disclosure"):
+        # Said before anything else, as on every call.
+        line, _ = render(config["disclosure"], sources)
+        entries.append({"role": "assistant", "text": line})
     if not transcript and config.get("agent_speaks_first", True) and config.get("first_message"):
         line, _ = render(config["first_message"], sources)
         entries.append({"role": "assistant", "text": line})
