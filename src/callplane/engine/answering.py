@@ -4,7 +4,9 @@ The verdict is ``speech.answering``'s, on the frames as they arrive; this only h
 while it listens. The recogniser hears the first utterance once it pauses, in the background,
 so that mailbox words ("Sam's voicemail.") turn a short greeting the audio took for a person
 into a voicemail. Its text is waited for only until ``WORDS_DEADLINE_SECONDS`` after the
-answer: a person who said "Hello?" is answered within 3 s, whatever the recogniser's load.
+answer, or ``WORDS_WAIT_SECONDS`` after the audio's verdict if that is later: a person who said
+"Hello?" is answered within 3 s whatever the recogniser's load, and one who said more waits at
+most half a second longer than the audio alone would have made them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ log = logging.getLogger("callplane.engine.answering")
 GUESS_PAUSE_SECONDS = 0.3
 #: The latest, from the answer, that a ``human`` verdict waits for the recogniser's words.
 WORDS_DEADLINE_SECONDS = 2.2
+#: The longest a ``human`` verdict waits for the words once the audio has decided.
+WORDS_WAIT_SECONDS = 0.5
 
 
 async def detect_answered_by(
@@ -73,7 +77,8 @@ async def detect_answered_by(
                         _recognise(connection, transcriber, detector.utterance, hints)
                     )
         if detector.reason == "pause" and guess is not None:
-            left = WORDS_DEADLINE_SECONDS - (time.monotonic() - answered)
+            since = time.monotonic() - answered
+            left = max(WORDS_DEADLINE_SECONDS - since, WORDS_WAIT_SECONDS)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(0.0, left)):
                     detector.overrule(await asyncio.shield(guess))
