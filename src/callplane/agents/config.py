@@ -22,8 +22,8 @@ from pydantic import (
     model_validator,
 )
 
-from callplane.calls.schemas import Analyzer, SafeStr, normalize_number
 from callplane.errors import InvalidInput
+from callplane.kit.schemas import Analyzer, SafeStr, normalize_number
 
 TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"
 VARIABLE_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"

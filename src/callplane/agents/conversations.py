@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,7 +20,7 @@ from callplane.agents.text_tools import ToolRunner, tool_runner
 from callplane.agents.variables import VariableSources, render
 from callplane.brain.base import Brain, BrainError, TextDelta, ToolCall
 from callplane.brain.build import build_brain
-from callplane.brain.prompts import conversation_messages
+from callplane.brain.history import ChatHistory, Said, ToolAnswered, ToolCalled
 from callplane.contacts.identifiers import normalize_identifier
 from callplane.errors import InvalidInput, Unavailable
 from callplane.runtime import Runtime
@@ -58,12 +59,16 @@ async def take_turn(
     sources = VariableSources(
         params=body.params, contact=contact, defaults=config.get("variables", {})
     )
-    transcript: list[dict[str, Any]] = [{"role": m.role, "text": m.text} for m in body.messages]
-    entries: list[dict[str, Any]] = []
-    if not transcript and config.get("agent_speaks_first", True) and config.get("first_message"):
+    history = ChatHistory()
+    for message in body.messages:
+        history.add(Said(message.role, message.text))
+    if not history.items and config.get("agent_speaks_first", True) and config.get("first_message"):
         line, _ = render(config["first_message"], sources)
-        entries.append({"role": "assistant", "text": line})
-        return {"commit_id": commit_id, "entries": entries, "ended": False}
+        return {
+            "commit_id": commit_id,
+            "entries": [{"role": "assistant", "text": line}],
+            "ended": False,
+        }
     prompt, _ = render(config["prompt"], sources) if config.get("prompt") else (None, [])
     # The turn has read all it needs. A POST's session holds SQLite's write lock, which the
     # tools' own writes (a record, contact data) would wait on, and which no one should hold
@@ -84,6 +89,7 @@ async def take_turn(
         "agent_id": str(agent_uuid),
         "agent_commit_id": commit_id,
     }
+    before = len(history.items)
     try:
         async with tool_runner(
             runtime,
@@ -93,58 +99,52 @@ async def take_turn(
             tools_secret=secret,
             call=call,
         ) as tools:
-            ended = await _rounds(brain, tools, prompt, transcript, entries, config)
+            ended = await _rounds(brain, tools, prompt, history, config)
     except BrainError as exc:
         raise Unavailable(f"The language model failed: {exc}") from None
     finally:
         await brain.aclose()
-    return {"commit_id": commit_id, "entries": entries, "ended": ended}
+    return {"commit_id": commit_id, "entries": history.transcript[before:], "ended": ended}
 
 
 async def _rounds(
     brain: Brain,
     tools: ToolRunner,
     prompt: str | None,
-    transcript: list[dict[str, Any]],
-    entries: list[dict[str, Any]],
+    history: ChatHistory,
     config: dict[str, Any],
 ) -> bool:
-    """The agent's next lines and tool uses, appended to ``entries``; whether the agent ended
+    """The agent's next lines and tool uses, added to ``history``; whether the agent ended
     the conversation."""
     ended = False
+    spoken: list[str] = []
     for _ in range(MAX_ROUNDS):
-        text, calls = await _one_reply(brain, prompt, transcript + entries, config)
+        text, calls = await _one_reply(brain, history.messages(prompt), config)
         if text:
-            entries.append({"role": "assistant", "text": text})
+            history.add(Said("assistant", text))
+            spoken.append(text.lower())
+        calls = [replace(call, call_id=history.call_id()) for call in calls]
+        for call in calls:
+            history.add(ToolCalled(call.call_id, call.name, call.arguments))
         # The tools of one reply run together, as on a call: the turn waits for the slowest
         # deadline, not for their sum.
         answers = await asyncio.gather(*(tools.answer(call) for call in calls))
         for call, answer in zip(calls, answers, strict=True):
-            entries.append(
-                {
-                    "role": "assistant",
-                    "function_name": call.name,
-                    "arguments": call.arguments,
-                    "text": "",
-                }
-            )
-            entries.append({"role": "tool", "function_name": call.name, "text": answer.text})
+            history.add(ToolAnswered(call.call_id, call.name, answer.text))
             ended = ended or answer.ended
         if not calls or ended:
             break
     if not ended:
         phrases = [p.lower() for p in config.get("end_call_phrases", [])]
-        spoken = [e["text"].lower() for e in entries if e["role"] == "assistant"]
         ended = any(p in line for p in phrases for line in spoken)
     return ended
 
 
 async def _one_reply(
-    brain: Brain, prompt: str | None, transcript: list[dict[str, Any]], config: dict[str, Any]
+    brain: Brain, messages: list[dict[str, Any]], config: dict[str, Any]
 ) -> tuple[str, list[ToolCall]]:
     parts: list[str] = []
     calls: list[ToolCall] = []
-    messages = conversation_messages(prompt, transcript)
     async for event in brain.stream_reply(
         messages,
         tools=brain_tools(config),

@@ -14,7 +14,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agents.service import resolve_branch_head
 from callplane.calls.answered import add_answered_call
-from callplane.calls.schemas import normalize_number
 from callplane.engine import lifecycle
 from callplane.engine.claim import claim_calls
 from callplane.engine.conversation import CallContext, after_call, hold_conversation
@@ -22,6 +21,7 @@ from callplane.engine.lifecycle import CallRef
 from callplane.engine.switchboard import Switchboard
 from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
+from callplane.kit.schemas import normalize_number
 from callplane.kit.tenancy import across_organizations
 from callplane.models.base import Base, utcnow
 from callplane.models.calls import Call

@@ -23,23 +23,24 @@ saying why.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from callplane.brain import (
     Brain,
     BrainError,
+    ChatHistory,
     ReplyEvent,
+    Said,
     SentenceSplitter,
     TextDelta,
     ToolCall,
-    conversation_messages,
 )
+from callplane.brain.history import ToolAnswered, ToolCalled
 from callplane.engine.agent import AgentSpec
 from callplane.engine.listening import CallerEvent, CallerGone, CallerSaid, CallerSpeaking, Listener
 from callplane.engine.reply import Reply
@@ -74,21 +75,35 @@ Report = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 @dataclass
 class TranscriptLog:
-    """The call's transcript entries, kept in timestamp order (seconds since answered)."""
+    """The call's chat history on the call's clock: ``at`` is a ``time.monotonic()`` reading,
+    stored as seconds since the call was answered. ``entries`` (the SPEC transcript the call
+    stores) is kept in step with it."""
 
     entries: list[dict[str, Any]]
     #: Seconds since the call was answered, now.
     elapsed: Callable[[], float]
+    history: ChatHistory = field(init=False)
 
-    def add(self, at: float, **entry: Any) -> dict[str, Any]:
-        timestamp = round(max(0.0, self.elapsed() - (time.monotonic() - at)), 3)
-        record = {**entry, "timestamp": timestamp}
-        keys = [e.get("timestamp", 0.0) for e in self.entries]
-        self.entries.insert(bisect.bisect_right(keys, timestamp), record)
-        return record
+    def __post_init__(self) -> None:
+        self.history = ChatHistory(transcript=self.entries)
 
-    def remove(self, record: dict[str, Any]) -> None:
-        self.entries[:] = [e for e in self.entries if e is not record]
+    def _stamp(self, at: float) -> float:
+        return round(max(0.0, self.elapsed() - (time.monotonic() - at)), 3)
+
+    def say(self, at: float, role: Literal["user", "assistant"], text: str) -> Said:
+        return self.history.add(Said(role, text, self._stamp(at)))
+
+    def call(self, at: float, call: ToolCall) -> ToolCall:
+        """Record the brain's call; the call as the toolbox runs it, with the history's id."""
+        call = replace(call, call_id=self.history.call_id())
+        self.history.add(ToolCalled(call.call_id, call.name, call.arguments, self._stamp(at)))
+        return call
+
+    def answer(self, at: float, call: ToolCall, text: str) -> None:
+        self.history.add(ToolAnswered(call.call_id, call.name, text, self._stamp(at)))
+
+    def messages(self, call_prompt: str | None) -> list[dict[str, Any]]:
+        return self.history.messages(call_prompt)
 
 
 @dataclass
@@ -234,7 +249,7 @@ class TurnLoop:
             ):
                 await self._barge_in(reply)
             await self._settle()
-            self.transcript.add(event.started_at, role="user", text=event.text)
+            self.transcript.say(event.started_at, "user", event.text)
             if self._awaiting_greeting:
                 # The greeting has ended: the message, then the call ends (DESIGN §15).
                 self._awaiting_greeting = False
@@ -274,9 +289,9 @@ class TurnLoop:
         elif reply.entry is not None:
             # The line was already recorded whole, while its audio was still playing.
             if reply.text:
-                reply.entry["text"] = reply.text
+                self.transcript.history.retext(reply.entry, reply.text)
             else:
-                self.transcript.remove(reply.entry)
+                self.transcript.history.remove(reply.entry)
             reply.entry = None
 
     # A reply: one spoken line.
@@ -337,7 +352,7 @@ class TurnLoop:
         """One brain request, spoken into ``reply`` and recorded; the tools it asked for
         (recorded too), or None when the brain failed."""
         assert self.brain is not None and self.toolbox is not None
-        messages = conversation_messages(self.spec.prompt, self.transcript.entries)
+        messages = self.transcript.messages(self.spec.prompt)
         tools = self.toolbox.definitions() if offer_tools else []
         stream: asyncio.Queue[ReplyEvent | BrainError | None] = asyncio.Queue()
         thinking = asyncio.create_task(_think(self.brain, self.spec, messages, tools, stream))
@@ -368,12 +383,9 @@ class TurnLoop:
             log.warning("the brain asked for tools it was not offered; ignored")
             return []
         now = time.monotonic()
-        for call in tool_calls:
-            self.transcript.add(
-                now, role="assistant", function_name=call.name, arguments=call.arguments, text=""
-            )
+        calls = [self.transcript.call(now, call) for call in tool_calls]
         await turns.report(timing, reply.first_media_at, self.transcript.elapsed, self.report)
-        return tool_calls
+        return calls
 
     async def _use_tools(
         self, follow: Reply, calls: list[ToolCall], caller_ended_at: float | None
@@ -411,9 +423,7 @@ class TurnLoop:
                     use = ToolUse(
                         call, error_text(INTERRUPTED), "interrupted", time.monotonic() - began
                     )
-                    self.transcript.add(
-                        time.monotonic(), role="tool", function_name=call.name, text=use.text
-                    )
+                    self.transcript.answer(time.monotonic(), call, use.text)
                     self._report_later("tool.called", use.event())
         return uses
 
@@ -432,9 +442,7 @@ class TurnLoop:
         self._close_line(hold, caller_ended_at)
 
     async def _record_use(self, use: ToolUse) -> None:
-        self.transcript.add(
-            time.monotonic(), role="tool", function_name=use.call.name, text=use.text
-        )
+        self.transcript.answer(time.monotonic(), use.call, use.text)
         self._report_later("tool.called", use.event())
 
     def _report_later(self, type_: str, data: dict[str, Any]) -> None:
@@ -467,7 +475,7 @@ class TurnLoop:
             self.latencies.append(first_media_at - caller_ended_at)
         if reply.text:
             at = first_media_at or time.monotonic()
-            reply.entry = self.transcript.add(at, role="assistant", text=reply.text)
+            reply.entry = self.transcript.say(at, "assistant", reply.text)
 
     async def _close_for_silence(self) -> None:
         self._ending = True

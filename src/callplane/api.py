@@ -1,5 +1,6 @@
-"""The /v1 router: every domain's router, in an order where fixed paths precede parameters, and
-every domain's fast paths (``http.fast``)."""
+"""The /v1 API: every domain's router, in an order where fixed paths precede parameters, and
+every domain's fast paths (``http.fast``). It stands at the top, beside app assembly, because it
+imports every domain, and the ``http`` floor they all stand on imports none."""
 
 from __future__ import annotations
 
