@@ -19,6 +19,7 @@ from callplane.feedback.router import router as feedback
 from callplane.http.fast import FastPath
 from callplane.http.shared_routes import include_shared
 from callplane.knowledge.router import router as knowledge
+from callplane.orgs.router import router as api_keys
 from callplane.phone_numbers.router import router as phone_numbers
 from callplane.recordings.router import router as recordings
 from callplane.voices.router import router as voices
@@ -41,6 +42,7 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     web_calls,
     agents,
     knowledge,
+    api_keys,
 )
 
 #: The one table the fast-path layer serves (``tests/test_fast_paths.py`` covers every entry).

@@ -9,7 +9,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from callplane.agents.config import LANGUAGE_TAG
-from callplane.calls.schemas import SafeStr
+from callplane.kit.schemas import SafeStr
 
 #: The most results one search returns.
 MAX_TOP_K = 20

@@ -7,6 +7,7 @@ shape a distributed PostgreSQL (Citus, distributed by organization_id) needs.
 
 from callplane.models import (  # noqa: F401
     agents,
+    audit,
     call_tags,
     calls,
     contacts,
