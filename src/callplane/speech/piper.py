@@ -34,9 +34,13 @@ import wave
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
-from callplane.speech.base import Synthesizer
+from callplane.speech.base import SpeechEngine, SynthesisFailed, Synthesizer
 from callplane.speech.resampling import resample_pcm
+
+if TYPE_CHECKING:
+    from callplane.settings import Settings
 
 log = logging.getLogger("callplane.speech.piper")
 
@@ -59,7 +63,7 @@ REST_SECONDS = 60.0
 PIPER_THREADS = "1"
 
 
-class PiperFailed(RuntimeError):
+class PiperFailed(SynthesisFailed):
     """The Piper process died, hung or wrote something unreadable."""
 
 
@@ -312,3 +316,30 @@ def _read_log(process: subprocess.Popen[bytes], said: queue.Queue[str | None]) -
     finally:
         process.stderr.close()
         said.put(None)
+
+
+class PiperEngine(SpeechEngine):
+    """``piper:<voice>``: settings ``CALLPLANE_PIPER_VOICES_DIR`` (where voices are, beside
+    voice packages) and ``CALLPLANE_PIPER_PROCESSES`` (processes per voice)."""
+
+    program: ClassVar[str] = "piper"
+    voice_name: ClassVar[re.Pattern[str]] = VOICE_NAME
+
+    def options(self, settings: Settings) -> tuple[object, ...]:
+        return (settings.piper_voices_dir, settings.piper_processes)
+
+    def voices(self, settings: Settings) -> dict[str, str]:
+        return {
+            name: voice.source for name, voice in find_voices(settings.piper_voices_dir).items()
+        }
+
+    def build(self, voice: str, settings: Settings, fallback: Synthesizer) -> Synthesizer:
+        found = find_voices(settings.piper_voices_dir).get(voice)
+        if found is None:
+            raise LookupError(voice)
+        members = [
+            PiperSynthesizer(found, fallback=fallback) for _ in range(settings.piper_processes)
+        ]
+        piper = members[0] if len(members) == 1 else PiperPool(members)
+        piper.start()
+        return piper
