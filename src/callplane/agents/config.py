@@ -20,8 +20,8 @@ from pydantic import (
     model_validator,
 )
 
-from callplane.calls.schemas import Analyzer, SafeStr
 from callplane.errors import InvalidInput
+from callplane.kit.schemas import Analyzer, SafeStr
 from callplane.tools.config import Strict as _Strict
 from callplane.tools.config import ToolConfig
 from callplane.tools.registry import TOOL_TYPES as REGISTRY
@@ -68,6 +68,8 @@ class AgentConfig(_Strict):
 
     prompt: Annotated[SafeStr, StringConstraints(max_length=100_000)] | None = None
     first_message: Annotated[SafeStr, StringConstraints(max_length=2_000)] | None = None
+    #: Said before anything else on every call (a recording or automated-call notice).
+    disclosure: Annotated[SafeStr, StringConstraints(max_length=500)] | None = None
     agent_speaks_first: bool | None = None
     voice_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F-]{32,36}$")] | None = None
     language: Annotated[str, StringConstraints(pattern=LANGUAGE_TAG)] | None = None

@@ -5,9 +5,9 @@ Three layers, the later winning: the deployment's settings (``CALLPLANE_LLM_MODE
 ``CALLPLANE_MAX_CALL_SECONDS``) < the config of the agent's commit the call runs < the call's
 own fields (``call_prompt``, ``first_message``, ``voice_id``, ``language``,
 ``agent_speaks_first``, ``keyterms``; its ``analyzers`` come first and the commit's are added).
-Templates (prompt, first message, voicemail message) are rendered here, once, by the renderer
-the caller gives (``{{variables}}``, the agents domain's); the names it could not find are kept
-for the ``agent.started`` event.
+Templates (prompt, first message, disclosure, voicemail message) are rendered here, once, by the
+renderer the caller gives (``{{variables}}``, the agents domain's); the names it could not find
+are kept for the ``agent.started`` event.
 
 A call with no agent commit behaves as before agents existed: no voicemail handling (the agent
 talks to the machine as to a person) and no silence timeout; an agent's config turns both on,
@@ -54,6 +54,8 @@ class Voicemail:
 class AgentSpec:
     prompt: str | None = None
     first_message: str | None = None
+    #: Rendered; said before anything else on every call (the voicemail message included).
+    disclosure: str | None = None
     agent_speaks_first: bool = True
     voice_id: uuid.UUID | None = None
     language: str = DEFAULT_LANGUAGE
@@ -134,6 +136,7 @@ def resolve_agent_spec(
     return AgentSpec(
         prompt=rendered(_first(call.call_prompt, commit.prompt)),
         first_message=rendered(_first(call.first_message, commit.first_message)),
+        disclosure=rendered(commit.disclosure) or None,
         agent_speaks_first=speaks_first is not False,
         voice_id=voice,
         language=_first(call.language, commit.language) or DEFAULT_LANGUAGE,

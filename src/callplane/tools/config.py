@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from callplane.calls.schemas import SafeStr
+from callplane.kit.schemas import SafeStr
 
 TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"
 

@@ -18,7 +18,7 @@ import jsonschema
 import orjson
 from pydantic import AfterValidator, Field, StringConstraints
 
-from callplane.calls.schemas import SafeStr
+from callplane.kit.schemas import SafeStr
 from callplane.models.base import utcnow
 from callplane.settings import Settings
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult

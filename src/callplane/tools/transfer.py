@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints, model_validator
 
 from callplane.brain.summary import summarize
-from callplane.calls.schemas import SafeStr, normalize_number
+from callplane.kit.schemas import SafeStr, normalize_number
 from callplane.telephony.base import Connection, TelephonyFeatureMissing, TransferTarget
 from callplane.telephony.bridge import RING_SECONDS
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult, Transfer
