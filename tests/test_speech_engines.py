@@ -10,8 +10,8 @@ from typing import ClassVar
 
 import pytest
 
-from callplane.engine.reply import Reply
-from callplane.engine.speaking import Speaker
+from callplane.engine.conversation.reply import Reply
+from callplane.engine.conversation.speaking import Speaker
 from callplane.settings import Settings
 from callplane.speech import registry
 from callplane.speech.base import SpeechEngine, SynthesisFailed, Synthesizer

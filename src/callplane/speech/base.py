@@ -15,12 +15,9 @@ import re
 import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from callplane.speech import executors
-
-if TYPE_CHECKING:
-    from callplane.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -88,9 +85,21 @@ class Synthesizer(abc.ABC):
         return None
 
 
+class SpeechSettings(Protocol):
+    """What engines read of the server's settings (``callplane.settings.Settings`` has it; speech
+    stays below the settings module, which checks CALLPLANE_VOICE_ENGINE with ``engines``)."""
+
+    @property
+    def voice_engine(self) -> str: ...
+    @property
+    def piper_voices_dir(self) -> str | None: ...
+    @property
+    def piper_processes(self) -> int: ...
+
+
 class SpeechEngine(abc.ABC):
     """A kind of engine a Voice may name as ``"<program>:<voice>"`` (``registry.py``). Its
-    settings are read from ``Settings`` here, in its own module, so no engine's options travel
+    settings are read from ``SpeechSettings`` here, in its own module, so no engine's options travel
     through the callers."""
 
     #: The name's part before the colon.
@@ -99,17 +108,17 @@ class SpeechEngine(abc.ABC):
     voice_name: ClassVar[re.Pattern[str]]
 
     @abc.abstractmethod
-    def voices(self, settings: Settings) -> dict[str, str]:
+    def voices(self, settings: SpeechSettings) -> dict[str, str]:
         """The voices installed here -> where each comes from (a directory, a package)."""
 
-    def options(self, settings: Settings) -> tuple[object, ...]:
+    def options(self, settings: SpeechSettings) -> tuple[object, ...]:
         """The settings this engine reads (engines built under other values are not shared)."""
         return ()
 
-    def installed(self, voice: str, settings: Settings) -> bool:
+    def installed(self, voice: str, settings: SpeechSettings) -> bool:
         return voice in self.voices(settings)
 
     @abc.abstractmethod
-    def build(self, voice: str, settings: Settings, fallback: Synthesizer) -> Synthesizer:
+    def build(self, voice: str, settings: SpeechSettings, fallback: Synthesizer) -> Synthesizer:
         """The voice's synthesizer, ready to speak; ``fallback`` speaks a line this one fails
         on. Raise ``LookupError`` when the voice is not installed."""

@@ -5,7 +5,7 @@ A Voice names its engine; a call is spoken by its voice's engine, or the server'
 (CALLPLANE_VOICE_ENGINE) when it has no voice or its voice names none. ``Synthesizers`` builds
 each engine once per process and shares it among calls: a Piper voice is a process holding a
 model in memory, started on first use. Every engine's settings come from the one ``Settings``
-given here (the runtime's), read by the engine's own module.
+given here (the runtime's, as ``SpeechSettings``), read by the engine's own module.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from callplane.settings import Settings
-from callplane.speech.base import SpeechEngine, Synthesizer
+from callplane.speech.base import SpeechEngine, SpeechSettings, Synthesizer
 from callplane.speech.registry import ENGINES
 
 log = logging.getLogger("callplane.speech.engines")
@@ -55,7 +54,7 @@ def parse_engine(name: str) -> tuple[str, str]:
     return kind.program, voice
 
 
-def list_engines(settings: Settings) -> list[Engine]:
+def list_engines(settings: SpeechSettings) -> list[Engine]:
     """What is installed here, engine by engine in the registry's order, voices by name."""
     return [
         Engine(f"{kind.program}:{voice}", kind.program, voice, source)
@@ -64,7 +63,7 @@ def list_engines(settings: Settings) -> list[Engine]:
     ]
 
 
-def check_engine(name: str, settings: Settings) -> None:
+def check_engine(name: str, settings: SpeechSettings) -> None:
     """Raise ValueError (malformed) or EngineNotInstalled (not here)."""
     kind, voice = _kind(name)
     if not kind.installed(voice, settings):
@@ -74,7 +73,7 @@ def check_engine(name: str, settings: Settings) -> None:
 class Synthesizers:
     """Each engine's synthesizer, built once per process and shared by every call."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: SpeechSettings) -> None:
         self.settings = settings
         self.default_engine = settings.voice_engine
         self._lock = threading.Lock()
@@ -124,11 +123,11 @@ class _Mute(Synthesizer):
         return b""
 
 
-def _key(settings: Settings) -> tuple[object, ...]:
+def _key(settings: SpeechSettings) -> tuple[object, ...]:
     return (settings.voice_engine, *(kind.options(settings) for kind in ENGINES.values()))
 
 
-def shared_synthesizers(settings: Settings) -> Synthesizers:
+def shared_synthesizers(settings: SpeechSettings) -> Synthesizers:
     """One registry per process and configuration: the worker's calls and the API's previews
     share each Piper process rather than loading a voice twice."""
     key = _key(settings)
@@ -143,7 +142,7 @@ _shared: dict[tuple[object, ...], Synthesizers] = {}
 _shared_lock = threading.Lock()
 
 
-def build_voices(settings: Settings) -> Synthesizers:
+def build_voices(settings: SpeechSettings) -> Synthesizers:
     """The worker's voices, with the default engine ready before the first call (a Piper
     voice's model loads in about a second)."""
     voices = shared_synthesizers(settings)

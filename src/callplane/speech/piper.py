@@ -34,13 +34,10 @@ import wave
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from callplane.speech.base import SpeechEngine, SynthesisFailed, Synthesizer
+from callplane.speech.base import SpeechEngine, SpeechSettings, SynthesisFailed, Synthesizer
 from callplane.speech.resampling import resample_pcm
-
-if TYPE_CHECKING:
-    from callplane.settings import Settings
 
 log = logging.getLogger("callplane.speech.piper")
 
@@ -325,15 +322,15 @@ class PiperEngine(SpeechEngine):
     program: ClassVar[str] = "piper"
     voice_name: ClassVar[re.Pattern[str]] = VOICE_NAME
 
-    def options(self, settings: Settings) -> tuple[object, ...]:
+    def options(self, settings: SpeechSettings) -> tuple[object, ...]:
         return (settings.piper_voices_dir, settings.piper_processes)
 
-    def voices(self, settings: Settings) -> dict[str, str]:
+    def voices(self, settings: SpeechSettings) -> dict[str, str]:
         return {
             name: voice.source for name, voice in find_voices(settings.piper_voices_dir).items()
         }
 
-    def build(self, voice: str, settings: Settings, fallback: Synthesizer) -> Synthesizer:
+    def build(self, voice: str, settings: SpeechSettings, fallback: Synthesizer) -> Synthesizer:
         found = find_voices(settings.piper_voices_dir).get(voice)
         if found is None:
             raise LookupError(voice)

@@ -15,13 +15,10 @@ import shutil
 import subprocess
 import wave
 from functools import lru_cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from callplane.speech.base import SpeechEngine, SynthesisFailed, Synthesizer
+from callplane.speech.base import SpeechEngine, SpeechSettings, SynthesisFailed, Synthesizer
 from callplane.speech.resampling import resample_pcm
-
-if TYPE_CHECKING:
-    from callplane.settings import Settings
 
 #: Longer lines are refused: one agent turn, not a book (and a bound on the process's run time).
 MAX_TEXT_CHARS = 4000
@@ -95,13 +92,13 @@ class EspeakEngine(SpeechEngine):
     program: ClassVar[str] = "espeak-ng"
     voice_name: ClassVar[re.Pattern[str]] = _VOICE
 
-    def voices(self, settings: Settings) -> dict[str, str]:
+    def voices(self, settings: SpeechSettings) -> dict[str, str]:
         return dict.fromkeys(_espeak_voices(), "espeak-ng (Debian)")
 
-    def installed(self, voice: str, settings: Settings) -> bool:
+    def installed(self, voice: str, settings: SpeechSettings) -> bool:
         return voice.lower() in {v.lower() for v in _espeak_voices()}
 
-    def build(self, voice: str, settings: Settings, fallback: Synthesizer) -> Synthesizer:
+    def build(self, voice: str, settings: SpeechSettings, fallback: Synthesizer) -> Synthesizer:
         # Not checked against the list: a voice espeak-ng lacks fails on its first line, and
         # the caller hears the fallback's line instead.
         return EspeakSynthesizer(voice=voice)

@@ -22,7 +22,7 @@ import weakref
 from collections.abc import AsyncGenerator
 
 from callplane.brain.sentences import opening_clause
-from callplane.engine.reply import Reply
+from callplane.engine.conversation.reply import Reply
 from callplane.speech.base import Synthesizer
 from callplane.telephony.base import (
     FRAME_BYTES,
@@ -33,7 +33,7 @@ from callplane.telephony.base import (
     TextFrame,
 )
 
-log = logging.getLogger("callplane.engine.speaking")
+log = logging.getLogger("callplane.engine.conversation.speaking")
 
 #: A later sentence of a reply gives way to first sentences only while its own turn is this far
 #: off: it must still be ready before the sentence before it has been heard.
