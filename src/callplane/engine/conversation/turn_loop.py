@@ -42,9 +42,15 @@ from callplane.brain import (
 )
 from callplane.brain.history import ToolAnswered, ToolCalled
 from callplane.engine.agent import AgentSpec
-from callplane.engine.listening import CallerEvent, CallerGone, CallerSaid, CallerSpeaking, Listener
-from callplane.engine.reply import Reply
-from callplane.engine.speaking import Speaker
+from callplane.engine.conversation.listening import (
+    CallerEvent,
+    CallerGone,
+    CallerSaid,
+    CallerSpeaking,
+    Listener,
+)
+from callplane.engine.conversation.reply import Reply
+from callplane.engine.conversation.speaking import Speaker
 from callplane.observability import metrics, turns
 from callplane.speech.answering import GreetingEnd
 from callplane.telephony.base import Connection
