@@ -58,6 +58,9 @@ TAGS: dict[str, str] = {
     "single-use token a website holds instead of one.",
     "agents": "Agents and their versioned configuration: commits, branches, diff, merge, and "
     "text-only test conversations.",
+    "campaigns": "Outbound calling programs: recipients from JSON or CSV, calling hours in each "
+    "recipient's own time zone, retries by outcome, pacing across workers, the funnel of counts.",
+    "suppressions": "The do-not-call list: numbers no campaign dials and POST /calls refuses.",
 }
 
 #: What the common query parameters mean, for routes that declare them without a description.

@@ -9,6 +9,8 @@ from callplane.agents.router import router as agents
 from callplane.call_tags.router import router as call_tags
 from callplane.calls.find_router import router as find_calls
 from callplane.calls.router import router as calls
+from callplane.campaigns.router import router as campaigns
+from callplane.campaigns.suppressions import router as suppressions
 from callplane.contacts.router import router as contacts
 from callplane.custom_data.fast import FAST_PATHS as CUSTOM_DATA_FAST
 from callplane.custom_data.router import router as custom_data
@@ -38,6 +40,8 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     webhooks,
     web_calls,
     agents,
+    campaigns,
+    suppressions,
 )
 
 #: The one table the fast-path layer serves (``tests/test_fast_paths.py`` covers every entry).

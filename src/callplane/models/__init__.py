@@ -9,6 +9,7 @@ from callplane.models import (  # noqa: F401
     agents,
     call_tags,
     calls,
+    campaigns,
     contacts,
     custom_data,
     external_calls,
