@@ -26,7 +26,6 @@ from callplane.calls.schemas import check_json
 from callplane.campaigns.schemas import RecipientIn, check_zone
 from callplane.campaigns.service import CAMPAIGN_NOT_FOUND
 from callplane.errors import Conflict, InvalidInput, NotFound
-from callplane.http.messages import plain_message
 from callplane.kit.bulk import BulkInsert, random_uuid_hexes
 from callplane.kit.e164 import phone_number
 from callplane.kit.pagination import count, offset
@@ -129,7 +128,7 @@ def parse_json(document: Any) -> Parsed:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "recipient"
-            parsed.reject(n, f"{where}: {plain_message(first)}")
+            parsed.reject(n, f"{where}: {first.get('msg', 'is invalid')}")
         except ValueError as exc:
             parsed.reject(n, str(exc))
     return parsed

@@ -10,7 +10,6 @@ from callplane.call_tags.router import router as call_tags
 from callplane.calls.find_router import router as find_calls
 from callplane.calls.router import router as calls
 from callplane.campaigns.router import router as campaigns
-from callplane.campaigns.suppressions import router as suppressions
 from callplane.contacts.router import router as contacts
 from callplane.custom_data.fast import FAST_PATHS as CUSTOM_DATA_FAST
 from callplane.custom_data.router import router as custom_data
@@ -21,6 +20,7 @@ from callplane.http.fast import FastPath
 from callplane.http.shared_routes import include_shared
 from callplane.phone_numbers.router import router as phone_numbers
 from callplane.recordings.router import router as recordings
+from callplane.suppressions.router import router as suppressions
 from callplane.voices.router import router as voices
 from callplane.web_calls.router import router as web_calls
 from callplane.webhooks.router import router as webhooks

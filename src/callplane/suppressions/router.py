@@ -1,34 +1,27 @@
-"""The do-not-call list: numbers an organization must never call (``docs/campaigns.md``).
-
-The dialer reads it at the moment it dials each attempt, and ``POST /calls`` refuses a listed
-number unless the request says ``ignore_suppression`` (a call the person asked for).
-"""
+"""The do-not-call list's routes (the rules are in ``campaigns.donotcall``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated
 
 from fastapi import Path, Query
 from sqlalchemy import literal_column
-from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
+from callplane.campaigns.donotcall import suppress, suppression_wire
 from callplane.campaigns.schemas import SuppressionCreate, SuppressionEnvelope, SuppressionList
 from callplane.errors import InvalidInput, NotFound
 from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
-from callplane.kit.db import dialect_insert
 from callplane.kit.e164 import phone_number
 from callplane.kit.pagination import count, offset, total_pages
 from callplane.kit.tenancy import delete_owned, select_owned
-from callplane.models.base import utcnow
 from callplane.models.campaigns import Suppression
 
 router = family_router(STATUS, tags=["suppressions"])
-_LOOKUP_BATCH = 500
 
 
 def _number(value: str, loc: tuple[str | int, ...]) -> str:
@@ -36,44 +29,6 @@ def _number(value: str, loc: tuple[str | int, ...]) -> str:
         return phone_number(value)
     except ValueError as exc:
         raise InvalidInput(f"phone_number: {exc}", loc=loc) from None
-
-
-async def suppress(
-    session: AsyncSession, organization_id: int, number: str, reason: str | None
-) -> Suppression:
-    """Add a number (again: its reason and time are replaced)."""
-    now = utcnow()
-    values = {"organization_id": organization_id, "phone_number": number, "reason": reason}
-    table = Suppression.__table__
-    statement = dialect_insert(session, table).values(**values, created_at=now)
-    statement = statement.on_conflict_do_update(
-        index_elements=[table.c.organization_id, table.c.phone_number],
-        set_={"reason": reason, "created_at": now},
-    )
-    await session.execute(statement)
-    return Suppression(**values, created_at=now)
-
-
-async def suppressed_among(
-    session: AsyncSession, organization_id: int, numbers: Iterable[str]
-) -> set[str]:
-    """Which of ``numbers`` are on the organization's list (read now, in the caller's
-    transaction)."""
-    wanted = list(dict.fromkeys(numbers))
-    found: set[str] = set()
-    for start in range(0, len(wanted), _LOOKUP_BATCH):
-        found.update(
-            await session.scalars(
-                select_owned(Suppression, organization_id, Suppression.phone_number).where(
-                    Suppression.phone_number.in_(wanted[start : start + _LOOKUP_BATCH])
-                )
-            )
-        )
-    return found
-
-
-def suppression_wire(row: Suppression) -> dict[str, Any]:
-    return {"phone_number": row.phone_number, "reason": row.reason, "created_at": row.created_at}
 
 
 @router.post(
