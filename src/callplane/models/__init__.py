@@ -10,6 +10,7 @@ from callplane.models import (  # noqa: F401
     audit,
     call_tags,
     calls,
+    campaigns,
     contacts,
     custom_data,
     external_calls,
