@@ -60,19 +60,16 @@ async def detect_answered_by(
                 heard.append(frame)
                 if not isinstance(frame, AudioFrame):
                     continue
-                speaking = detector.pause_seconds == 0.0
                 if detector.feed(frame.pcm) is not None:
                     break
                 if guess is not None and guess.done() and not guess.cancelled():
                     detector.heard(guess.result())
                     if detector.verdict is not None:
                         break
-                if transcriber is None:
-                    continue
-                if guess is not None and detector.pause_seconds == 0.0 and not speaking:
+                if guess is not None and detector.pause_seconds < GUESS_PAUSE_SECONDS:
                     guess.cancel()  # they spoke again: the guess heard only part of it
                     guess = None
-                if guess is None and detector.pause_seconds >= GUESS_PAUSE_SECONDS:
+                if transcriber and guess is None and detector.pause_seconds >= GUESS_PAUSE_SECONDS:
                     guess = asyncio.create_task(
                         _recognise(connection, transcriber, detector.utterance, hints)
                     )
