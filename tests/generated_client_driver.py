@@ -152,6 +152,9 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("list_numbers", {}),
     ("delete_number", {"uuid": "$number_id"}),
     ("archive_agent", {"uuid": "$agent_id"}),
+    ("create_api_key", {"body": {"name": "generated", "scopes": ["calls:read"]}}),
+    ("list_api_keys", {"page": 1, "page_size": 10}),
+    ("delete_api_key", {"id": "$api_key_id"}),
 ]
 # Operations whose answer depends on the engine having worked: asked again until it has.
 AWAITED = {"list_deliveries": lambda body: bool(body["deliveries"])}
@@ -178,6 +181,8 @@ def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
         saved["commit_id"] = body["commit"]["id"]
     elif operation == "create_number":
         saved["number_id"] = body["id"]
+    elif operation == "create_api_key":
+        saved["api_key_id"] = body["api_key"]["id"]
     elif operation == "create_records":
         saved["record_id"] = body["records"][0]["id"]
     elif operation == "get_external_call":

@@ -38,6 +38,7 @@ PATH_VALUES = {
     "commit_id": "5f0c4a9e-1b2d-4c3e-8f4a-0b1c2d3e4f52",
     "name": "main",
     "token": "c2NyZWVuLXBvcC10b2tlbg",
+    "document_id": "5f0c4a9e-1b2d-4c3e-8f4a-0b1c2d3e4f53",
 }
 
 

@@ -189,7 +189,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("call_tags", "contacts", "custom_data", "recordings", "voices", "webhooks", "server"),
     ("external_calls", "tools", "migrations"),
     ("agents",),
-    ("calls", "phone_numbers", "orgs"),
+    ("calls", "phone_numbers", "orgs", "knowledge"),
     ("feedback", "web_calls", "users"),
     ("api", "dashboard", "engine", "loader"),
     ("app", "demo"),

@@ -18,6 +18,8 @@ from callplane.external_calls.router import router as external_calls
 from callplane.feedback.router import router as feedback
 from callplane.http.fast import FastPath
 from callplane.http.shared_routes import include_shared
+from callplane.knowledge.router import router as knowledge
+from callplane.orgs.router import router as api_keys
 from callplane.phone_numbers.router import router as phone_numbers
 from callplane.recordings.router import router as recordings
 from callplane.voices.router import router as voices
@@ -39,6 +41,8 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     webhooks,
     web_calls,
     agents,
+    knowledge,
+    api_keys,
 )
 
 #: The one table the fast-path layer serves (``tests/test_fast_paths.py`` covers every entry).

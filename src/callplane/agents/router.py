@@ -33,8 +33,9 @@ from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 from callplane.kit.pagination import total_pages
+from callplane.kit.scopes import AGENTS
 
-router = family_router(STATUS, tags=["agents"])
+router = family_router(STATUS, scopes=AGENTS, tags=["agents"])
 
 Page = Annotated[int, Query(ge=1, le=1_000_000)]
 PageSize = Annotated[int, Query(ge=1, le=100)]

@@ -12,11 +12,12 @@ from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import VOICES
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
+from callplane.kit.scopes import AGENTS
 from callplane.voices import service
 from callplane.voices.preview import MAX_PREVIEW_CHARS, preview_text, speak_preview
 from callplane.voices.schemas import Voice, VoiceCreate, VoiceDeleted
 
-router = family_router(VOICES, tags=["voices"])
+router = family_router(VOICES, scopes=AGENTS, tags=["voices"])
 
 
 @router.get("/voices", response_model=list[Voice], summary="List voices")
