@@ -35,7 +35,11 @@ WORDS_WAIT_SECONDS = 0.5
 
 
 async def detect_answered_by(
-    connection: Connection, transcriber: Transcriber | None = None, hints: Sequence[str] = ()
+    connection: Connection,
+    transcriber: Transcriber | None = None,
+    hints: Sequence[str] = (),
+    *,
+    words_deadline_seconds: float = WORDS_DEADLINE_SECONDS,
 ) -> tuple[AnsweredBy, Connection]:
     """Who answered, and the connection to hold the conversation on.
 
@@ -75,7 +79,7 @@ async def detect_answered_by(
                     )
         if detector.reason == "pause" and guess is not None:
             since = time.monotonic() - answered
-            left = max(WORDS_DEADLINE_SECONDS - since, WORDS_WAIT_SECONDS)
+            left = max(words_deadline_seconds - since, WORDS_WAIT_SECONDS)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(0.0, left)):
                     detector.overrule(await asyncio.shield(guess))
