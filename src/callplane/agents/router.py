@@ -276,6 +276,7 @@ async def delete_branch(
     "/agents/{uuid}/conversations",
     response_model=ConversationTurn,
     summary="A text-only turn against a branch or commit",
+    responses={503: {"description": "No language model is configured, or it failed to answer"}},
 )
 async def converse(
     uuid: uuid.UUID,

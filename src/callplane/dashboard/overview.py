@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from callplane.dashboard import charts
+from callplane.dashboard.call_tools import TOOL_EVENT
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
 from callplane.http.deps import SessionDep
@@ -38,7 +39,6 @@ DAYS = 14
 DIALLED = ("completed", "failed", "no_answer", "busy")
 PHASES = ("end_of_turn", "recognition", "first_token", "first_audio", "total")
 TURN_EVENT = "agent.turn_latency"
-TOOL_EVENT = "agent.tool_call"
 #: The most recent turn measurements the percentiles are computed from.
 MOST_TURNS = 20_000
 COMMITS = 8
