@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -35,6 +36,40 @@ def brain_tools(config: dict[str, Any]) -> list[dict[str, Any]]:
     return Toolbox.from_configs(config.get("tools", [])).definitions()
 
 
+@dataclass(frozen=True)
+class Scene:
+    """What a text conversation of a commit starts from: the rendered prompt and opening line,
+    and the contact standing as the other party."""
+
+    prompt: str | None
+    opening: str | None
+    identifier: str | None
+
+
+async def prepare(
+    session: AsyncSession,
+    organization_id: int,
+    config: dict[str, Any],
+    params: dict[str, Any],
+    contact: str | None,
+) -> Scene:
+    """InvalidInput naming ``contact`` when it is not an identifier."""
+    identifier = None
+    known: dict[str, Any] = {}
+    if contact:
+        try:
+            identifier = normalize_identifier(contact)
+        except InvalidInput:
+            raise InvalidInput("contact: not a valid contact identifier", loc=("body",)) from None
+        known = await contact_data(session, organization_id, identifier)
+    sources = VariableSources(params=params, contact=known, defaults=config.get("variables", {}))
+    opening = None
+    if config.get("agent_speaks_first", True) and config.get("first_message"):
+        opening, _ = render(config["first_message"], sources)
+    prompt, _ = render(config["prompt"], sources) if config.get("prompt") else (None, [])
+    return Scene(prompt, opening, identifier)
+
+
 async def take_turn(
     session: AsyncSession,
     runtime: Runtime,
@@ -47,24 +82,13 @@ async def take_turn(
     if commit is None:
         raise InvalidInput("ref: no such branch or commit of this agent", loc=("body",))
     config, commit_id, secret = commit.config, str(commit.id), agent.tools_secret
-    contact: dict[str, Any] = {}
-    identifier = None
-    if body.contact:
-        try:
-            identifier = normalize_identifier(body.contact)
-        except InvalidInput:
-            raise InvalidInput("contact: not a valid contact identifier", loc=("body",)) from None
-        contact = await contact_data(session, organization_id, identifier)
-    sources = VariableSources(
-        params=body.params, contact=contact, defaults=config.get("variables", {})
-    )
+    scene = await prepare(session, organization_id, config, body.params, body.contact)
     transcript: list[dict[str, Any]] = [{"role": m.role, "text": m.text} for m in body.messages]
     entries: list[dict[str, Any]] = []
-    if not transcript and config.get("agent_speaks_first", True) and config.get("first_message"):
-        line, _ = render(config["first_message"], sources)
-        entries.append({"role": "assistant", "text": line})
+    if not transcript and scene.opening:
+        entries.append({"role": "assistant", "text": scene.opening})
         return {"commit_id": commit_id, "entries": entries, "ended": False}
-    prompt, _ = render(config["prompt"], sources) if config.get("prompt") else (None, [])
+    prompt, identifier = scene.prompt, scene.identifier
     # The turn has read all it needs. A POST's session holds SQLite's write lock, which the
     # tools' own writes (a record, contact data) would wait on, and which no one should hold
     # while a language model thinks: let it go.
@@ -93,7 +117,7 @@ async def take_turn(
             tools_secret=secret,
             call=call,
         ) as tools:
-            ended = await _rounds(brain, tools, prompt, transcript, entries, config)
+            ended = await rounds(brain, tools, prompt, transcript, entries, config)
     except BrainError as exc:
         raise Unavailable(f"The language model failed: {exc}") from None
     finally:
@@ -101,7 +125,7 @@ async def take_turn(
     return {"commit_id": commit_id, "entries": entries, "ended": ended}
 
 
-async def _rounds(
+async def rounds(
     brain: Brain,
     tools: ToolRunner,
     prompt: str | None,
