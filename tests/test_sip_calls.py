@@ -13,6 +13,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from callplane.models.calls import TERMINAL_STATUSES
 from callplane.speech.synthesis import EspeakSynthesizer
 from tests.conftest import AppFactory, client_for
 from tests.factories import OrgHandle, load, make_org
@@ -30,7 +31,7 @@ from tests.sipp_peer import (
 
 pytestmark = requires_sipp
 
-TERMINAL = {"completed", "busy", "no_answer", "failed", "cancelled"}
+TERMINAL = set(TERMINAL_STATUSES)
 
 
 async def _sip_app(make_app: AppFactory, **overrides: Any) -> FastAPI:

@@ -329,3 +329,38 @@ def test_contact_data_reads_the_other_party_never_our_own_number() -> None:
     assert other(direction="outbound", from_number="+1999", to_number="+1555") == "+1555"
     with pytest.raises(ToolError):
         other(direction="inbound", from_number=None, to_number="+1999")
+
+
+async def test_one_tool_called_twice_gets_each_answer_to_its_own_call() -> None:
+    # Order 1 is slow, order 2 answers first: each answer must go back with its own call.
+    lookup = Lookup({"type": "lookup"})
+    lookup.gate = asyncio.Event()
+
+    class Ordered(Lookup):
+        async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+            if arguments["order"] == "2":
+                self.runs.append(arguments)
+                return ToolResult({"order": "2", "status": "lost"})
+            result = await lookup.run(arguments, context)
+            return result
+
+    ordered = Ordered({"type": "lookup"})
+    brain = FakeBrain(
+        [[ToolCall("lookup", {"order": "1"}), ToolCall("lookup", {"order": "2"})], "Both."]
+    )
+    call = conversation(brain, ordered)
+    call.says("Orders 1 and 2")
+    await call.until(lambda: len([e for e in call.transcript if e["role"] == "tool"]) == 1)
+    lookup.gate.set()
+    await finish(call, 2)
+    answers = [e["text"] for e in call.transcript if e["role"] == "tool"]
+    assert answers == ['{"order":"2","status":"lost"}', '{"order":"1","status":"shipped"}']
+    history = brain.requests[1][0]
+    [made] = [m for m in history if m.get("tool_calls")]
+    asked = {c["id"]: orjson.loads(c["function"]["arguments"])["order"] for c in made["tool_calls"]}
+    told = {
+        m["tool_call_id"]: orjson.loads(m["content"])["order"]
+        for m in history
+        if m["role"] == "tool"
+    }
+    assert len(asked) == 2 and told == asked

@@ -16,13 +16,18 @@ from callplane.agent_tests.judge import caller_line
 from callplane.agents.conversations import Scene, rounds
 from callplane.agents.text_tools import ToolRunner
 from callplane.brain.base import Brain
+from callplane.brain.history import ChatHistory, Said
 
 
 @dataclass
 class Played:
-    transcript: list[dict[str, Any]] = field(default_factory=list)
+    history: ChatHistory = field(default_factory=ChatHistory)
     ended: bool = False
     reply_ms: list[int] = field(default_factory=list)
+
+    @property
+    def transcript(self) -> list[dict[str, Any]]:
+        return self.history.transcript
 
 
 async def play_text(
@@ -35,8 +40,9 @@ async def play_text(
     caller_model: str | None,
 ) -> Played:
     played = Played()
-    if scene.opening:
-        played.transcript.append({"role": "assistant", "text": scene.opening})
+    for said in (scene.disclosure, scene.opening):
+        if said:
+            played.history.add(Said("assistant", said))
     scripted = [t["user"] for t in spec.get("turns") or []]
     persona = spec.get("caller")
     most = len(scripted) if persona is None else int(persona.get("max_turns", 10))
@@ -47,9 +53,9 @@ async def play_text(
             line = await caller_line(brain, caller_model, persona, played.transcript)
         if line is None:
             break
-        played.transcript.append({"role": "user", "text": line})
+        played.history.add(Said("user", line))
         started = time.perf_counter()
-        played.ended = await rounds(brain, tools, scene.prompt, [], played.transcript, dict(config))
+        played.ended = await rounds(brain, tools, scene.prompt, played.history, dict(config))
         played.reply_ms.append(round((time.perf_counter() - started) * 1000))
         if played.ended:
             break

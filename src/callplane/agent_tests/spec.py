@@ -25,9 +25,9 @@ from pydantic import (
 )
 
 from callplane.agents.schemas import Ref
-from callplane.calls.schemas import SafeStr
 from callplane.errors import InvalidInput
 from callplane.http.messages import describe, plain_message
+from callplane.kit.schemas import SafeStr
 
 TestName = Annotated[
     SafeStr, StringConstraints(min_length=1, max_length=100, pattern=r"^[^/\s][^/]*$")

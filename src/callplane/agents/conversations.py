@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -20,7 +20,7 @@ from callplane.agents.text_tools import ToolRunner, tool_runner
 from callplane.agents.variables import VariableSources, render
 from callplane.brain.base import Brain, BrainError, TextDelta, ToolCall
 from callplane.brain.build import build_brain
-from callplane.brain.prompts import conversation_messages
+from callplane.brain.history import ChatHistory, Said, ToolAnswered, ToolCalled
 from callplane.contacts.identifiers import normalize_identifier
 from callplane.errors import InvalidInput, Unavailable
 from callplane.runtime import Runtime
@@ -38,10 +38,12 @@ def brain_tools(config: dict[str, Any]) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Scene:
-    """What a text conversation of a commit starts from: the rendered prompt and opening line,
-    and the contact standing as the other party."""
+    """What a text conversation of a commit starts from: the rendered prompt, disclosure and
+    opening line (None when the agent waits for the caller), and the contact standing as the
+    other party."""
 
     prompt: str | None
+    disclosure: str | None
     opening: str | None
     identifier: str | None
 
@@ -63,11 +65,12 @@ async def prepare(
             raise InvalidInput("contact: not a valid contact identifier", loc=("body",)) from None
         known = await contact_data(session, organization_id, identifier)
     sources = VariableSources(params=params, contact=known, defaults=config.get("variables", {}))
-    opening = None
-    if config.get("agent_speaks_first", True) and config.get("first_message"):
-        opening, _ = render(config["first_message"], sources)
-    prompt, _ = render(config["prompt"], sources) if config.get("prompt") else (None, [])
-    return Scene(prompt, opening, identifier)
+
+    def rendered(key: str) -> str | None:
+        return render(config[key], sources)[0] if config.get(key) else None
+
+    opening = rendered("first_message") if config.get("agent_speaks_first", True) else None
+    return Scene(rendered("prompt"), rendered("disclosure"), opening, identifier)
 
 
 async def take_turn(
@@ -83,11 +86,17 @@ async def take_turn(
         raise InvalidInput("ref: no such branch or commit of this agent", loc=("body",))
     config, commit_id, secret = commit.config, str(commit.id), agent.tools_secret
     scene = await prepare(session, organization_id, config, body.params, body.contact)
-    transcript: list[dict[str, Any]] = [{"role": m.role, "text": m.text} for m in body.messages]
-    entries: list[dict[str, Any]] = []
-    if not transcript and scene.opening:
-        entries.append({"role": "assistant", "text": scene.opening})
-        return {"commit_id": commit_id, "entries": entries, "ended": False}
+    history = ChatHistory()
+    for message in body.messages:
+        history.add(Said(message.role, message.text))
+    #: The request's own lines: what the agent says comes after them.
+    before = len(history.items)
+    if not before and scene.disclosure:
+        # Said before anything else, as on every call.
+        history.add(Said("assistant", scene.disclosure))
+    if not before and scene.opening:
+        history.add(Said("assistant", scene.opening))
+        return {"commit_id": commit_id, "entries": history.transcript, "ended": False}
     prompt, identifier = scene.prompt, scene.identifier
     # The turn has read all it needs. A POST's session holds SQLite's write lock, which the
     # tools' own writes (a record, contact data) would wait on, and which no one should hold
@@ -117,58 +126,52 @@ async def take_turn(
             tools_secret=secret,
             call=call,
         ) as tools:
-            ended = await rounds(brain, tools, prompt, transcript, entries, config)
+            ended = await rounds(brain, tools, prompt, history, config)
     except BrainError as exc:
         raise Unavailable(f"The language model failed: {exc}") from None
     finally:
         await brain.aclose()
-    return {"commit_id": commit_id, "entries": entries, "ended": ended}
+    return {"commit_id": commit_id, "entries": history.transcript[before:], "ended": ended}
 
 
 async def rounds(
     brain: Brain,
     tools: ToolRunner,
     prompt: str | None,
-    transcript: list[dict[str, Any]],
-    entries: list[dict[str, Any]],
+    history: ChatHistory,
     config: dict[str, Any],
 ) -> bool:
-    """The agent's next lines and tool uses, appended to ``entries``; whether the agent ended
+    """The agent's next lines and tool uses, added to ``history``; whether the agent ended
     the conversation."""
     ended = False
+    spoken: list[str] = []
     for _ in range(MAX_ROUNDS):
-        text, calls = await _one_reply(brain, prompt, transcript + entries, config)
+        text, calls = await _one_reply(brain, history.messages(prompt), config)
         if text:
-            entries.append({"role": "assistant", "text": text})
+            history.add(Said("assistant", text))
+            spoken.append(text.lower())
+        calls = [replace(call, call_id=history.call_id()) for call in calls]
+        for call in calls:
+            history.add(ToolCalled(call.call_id, call.name, call.arguments))
         # The tools of one reply run together, as on a call: the turn waits for the slowest
         # deadline, not for their sum.
         answers = await asyncio.gather(*(tools.answer(call) for call in calls))
         for call, answer in zip(calls, answers, strict=True):
-            entries.append(
-                {
-                    "role": "assistant",
-                    "function_name": call.name,
-                    "arguments": call.arguments,
-                    "text": "",
-                }
-            )
-            entries.append({"role": "tool", "function_name": call.name, "text": answer.text})
+            history.add(ToolAnswered(call.call_id, call.name, answer.text))
             ended = ended or answer.ended
         if not calls or ended:
             break
     if not ended:
         phrases = [p.lower() for p in config.get("end_call_phrases", [])]
-        spoken = [e["text"].lower() for e in entries if e["role"] == "assistant"]
         ended = any(p in line for p in phrases for line in spoken)
     return ended
 
 
 async def _one_reply(
-    brain: Brain, prompt: str | None, transcript: list[dict[str, Any]], config: dict[str, Any]
+    brain: Brain, messages: list[dict[str, Any]], config: dict[str, Any]
 ) -> tuple[str, list[ToolCall]]:
     parts: list[str] = []
     calls: list[ToolCall] = []
-    messages = conversation_messages(prompt, transcript)
     async for event in brain.stream_reply(
         messages,
         tools=brain_tools(config),

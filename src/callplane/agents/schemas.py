@@ -11,7 +11,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from callplane.calls.schemas import SafeStr
+from callplane.kit.schemas import SafeStr
 
 Message = Annotated[SafeStr, StringConstraints(max_length=2_000)]
 Ref = Annotated[SafeStr, StringConstraints(min_length=1, max_length=64)]

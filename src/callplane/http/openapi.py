@@ -58,6 +58,8 @@ TAGS: dict[str, str] = {
     "single-use token a website holds instead of one.",
     "agents": "Agents and their versioned configuration: commits, branches, diff, merge, and "
     "text-only test conversations.",
+    "knowledge": "Knowledge bases: documents the agent can look things up in, split into chunks "
+    "and searched with the database's own full-text engine.",
 }
 
 #: What the common query parameters mean, for routes that declare them without a description.

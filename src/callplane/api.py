@@ -1,5 +1,6 @@
-"""The /v1 router: every domain's router, in an order where fixed paths precede parameters, and
-every domain's fast paths (``http.fast``)."""
+"""The /v1 API: every domain's router, in an order where fixed paths precede parameters, and
+every domain's fast paths (``http.fast``). It stands at the top, beside app assembly, because it
+imports every domain, and the ``http`` floor they all stand on imports none."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from callplane.external_calls.router import router as external_calls
 from callplane.feedback.router import router as feedback
 from callplane.http.fast import FastPath
 from callplane.http.shared_routes import include_shared
+from callplane.knowledge.router import router as knowledge
 from callplane.phone_numbers.router import router as phone_numbers
 from callplane.recordings.router import router as recordings
 from callplane.voices.router import router as voices
@@ -40,6 +42,7 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     web_calls,
     agents,
     agent_tests,
+    knowledge,
 )
 
 #: The one table the fast-path layer serves (``tests/test_fast_paths.py`` covers every entry).
