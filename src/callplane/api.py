@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
+from callplane.agent_tests.router import router as agent_tests
 from callplane.agents.router import router as agents
 from callplane.call_tags.router import router as call_tags
 from callplane.calls.find_router import router as find_calls
@@ -43,6 +44,7 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     webhooks,
     web_calls,
     agents,
+    agent_tests,
     knowledge,
     api_keys,
     campaigns,

@@ -6,6 +6,7 @@ shape a distributed PostgreSQL (Citus, distributed by organization_id) needs.
 """
 
 from callplane.models import (  # noqa: F401
+    agent_tests,
     agents,
     audit,
     call_tags,
