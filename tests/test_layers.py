@@ -187,6 +187,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("runtime",),
     ("http", "observability", "jobs"),
     ("call_tags", "contacts", "custom_data", "recordings", "voices", "webhooks", "server"),
+    ("knowledge",),
     ("external_calls", "tools", "migrations"),
     ("agents",),
     ("calls", "phone_numbers", "orgs"),

@@ -23,13 +23,12 @@ from pydantic import (
 )
 
 from callplane.errors import InvalidInput
-from callplane.kit.schemas import Analyzer, SafeStr, normalize_number
+from callplane.kit.schemas import LANGUAGE_TAG, Analyzer, SafeStr, normalize_number
 
 TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"
 VARIABLE_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
-#: BCP 47, loosely: a language subtag and up to a few more (``en``, ``pt-BR``, ``zh-Hant-TW``).
-LANGUAGE_TAG = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8}){0,4}$"
 MAX_PARAMETERS_BYTES = 16 * 1024
+UUID_TEXT = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
 
 Text = Annotated[SafeStr, StringConstraints(max_length=2_000)]
 Name = Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]
@@ -133,6 +132,19 @@ class FunctionTool(_Tool):
     speak_while_running: Text | None = None
 
 
+class KnowledgeSearchTool(_Tool):
+    type: Literal["knowledge_search"]
+    knowledge_base_id: Annotated[str, StringConstraints(pattern=UUID_TEXT)]
+    top_k: Annotated[int, Field(ge=1, le=20)] = 3
+
+
+class Knowledge(_Strict):
+    """``knowledge``: the knowledge base ``auto`` searches on each caller turn."""
+
+    knowledge_base_id: Annotated[str, StringConstraints(pattern=UUID_TEXT)]
+    auto: bool = False
+
+
 Tool = Annotated[
     EndCallTool
     | TransferCallTool
@@ -140,7 +152,8 @@ Tool = Annotated[
     | ContactDataTool
     | QueryTableTool
     | InsertRecordTool
-    | FunctionTool,
+    | FunctionTool
+    | KnowledgeSearchTool,
     Field(discriminator="type"),
 ]
 #: The ``type`` values the API accepts (the engine's tool registry must have exactly these).
@@ -152,6 +165,7 @@ TOOL_TYPES = (
     "query_table",
     "insert_record",
     "function",
+    "knowledge_search",
 )
 
 
@@ -210,6 +224,7 @@ class AgentConfig(_Strict):
     ] = []
     summary_prompt: Annotated[SafeStr, StringConstraints(max_length=10_000)] | None = None
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
+    knowledge: Knowledge | None = None
 
 
 def _path(loc: tuple[str | int, ...]) -> str:
