@@ -63,13 +63,16 @@ async def take_turn(
     history = ChatHistory()
     for message in body.messages:
         history.add(Said(message.role, message.text))
-    if not history.items and config.get("agent_speaks_first", True) and config.get("first_message"):
+    #: The request's own lines: what the agent says comes after them.
+    before = len(history.items)
+    if not before and config.get("disclosure"):
+        # Said before anything else, as on every call.
+        line, _ = render(config["disclosure"], sources)
+        history.add(Said("assistant", line))
+    if not before and config.get("agent_speaks_first", True) and config.get("first_message"):
         line, _ = render(config["first_message"], sources)
-        return {
-            "commit_id": commit_id,
-            "entries": [{"role": "assistant", "text": line}],
-            "ended": False,
-        }
+        history.add(Said("assistant", line))
+        return {"commit_id": commit_id, "entries": history.transcript, "ended": False}
     prompt, _ = render(config["prompt"], sources) if config.get("prompt") else (None, [])
     # The turn has read all it needs. A POST's session holds SQLite's write lock, which the
     # tools' own writes (a record, contact data) would wait on, and which no one should hold
@@ -90,7 +93,6 @@ async def take_turn(
         "agent_id": str(agent_uuid),
         "agent_commit_id": commit_id,
     }
-    before = len(history.items)
     await _consult(runtime, organization_id, config, body, history)
     try:
         async with tool_runner(

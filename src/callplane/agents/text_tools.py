@@ -29,7 +29,7 @@ from callplane.telephony.base import (
     TransferOutcome,
     TransferTarget,
 )
-from callplane.tools import ToolContext
+from callplane.tools import ToolContext, tool_context
 from callplane.tools.function import function_tool_client
 from callplane.tools.toolbox import Toolbox
 
@@ -111,12 +111,13 @@ async def tool_runner(
         yield Mocked()
         return
     async with function_tool_client(runtime.settings) as http:
-        context = ToolContext(
+        context = tool_context(
             connection=TextLine(),
             call=call,
             organization_id=organization_id,
             runtime=runtime,
             http=http,
             tools_secret=tools_secret,
+            on_call=None,
         )
         yield Running(Toolbox.from_configs(config.get("tools", [])), context)

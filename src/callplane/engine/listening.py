@@ -80,6 +80,9 @@ class Listener:
             endpointing = Endpointing()
         self._endpointing = endpointing
         self._detector = detector or self._policy_detector
+        #: Given every stretch of the far end's audio as it is heard (silence included), for
+        #: whoever needs the sound itself (the end of a voicemail greeting).
+        self.on_audio: Callable[[bytes], None] | None = None
 
     def _policy_detector(self) -> TurnDetector:
         assert self._endpointing is not None
@@ -136,6 +139,8 @@ class Listener:
                     pcm = bytes(int(GAP_SECONDS * SAMPLE_RATE) * SAMPLE_WIDTH)
                 if pcm is None:
                     break
+                if self.on_audio is not None:
+                    self.on_audio(pcm)
                 if deciding is not None and deciding.done():
                     self._decide(detector, deciding)
                     deciding = None

@@ -88,6 +88,8 @@ class Speaker:
         self._connection = connection
         self._synthesizer = synthesizer
         self._pending_text: list[str] = []
+        #: Text lines ended with ``more``, played with the next line's frame.
+        self._held_text: list[str] = []
         #: When everything queued on the connection, of any line, will have been heard.
         self._busy_until = 0.0
 
@@ -140,21 +142,31 @@ class Speaker:
                 if not precedence.firsts:
                     precedence.clear.set()
 
-    async def end_line(self, reply: Reply) -> None:
-        if self._connection.media == "text" and self._pending_text:
+    async def end_line(self, reply: Reply, *, more: bool = False) -> None:
+        """The line is complete. ``more``: another line follows at once (the disclosure before
+        the opening), so on a text network both go as one frame: a simulated person answers
+        each frame, and would otherwise answer the disclosure."""
+        if self._connection.media != "text":
+            return
+        if self._pending_text:
             text = " ".join(self._pending_text)
             now = time.monotonic()
             reply.sentences = [*reply.sentences, (now, text)]
             if reply.first_media_at is None:
                 reply.first_media_at = now
             self._pending_text = []
-            await self._connection.play(TextFrame(text))
+            self._held_text.append(text)
+        if more or not self._held_text:
+            return
+        text, self._held_text = " ".join(self._held_text), []
+        await self._connection.play(TextFrame(text))
 
     async def interrupt(self, reply: Reply | None) -> None:
         """Stop speaking now: drop what is queued; the reply keeps what was heard of it."""
         if reply is not None:
             reply.interrupt()
         self._pending_text = []
+        self._held_text = []
         self._busy_until = 0.0
         await self._connection.interrupt()
 

@@ -46,6 +46,7 @@ from callplane.engine.listening import CallerEvent, CallerGone, CallerSaid, Call
 from callplane.engine.reply import Reply
 from callplane.engine.speaking import Speaker
 from callplane.observability import metrics, turns
+from callplane.speech.answering import GreetingEnd
 from callplane.telephony.base import Connection
 from callplane.tools import ToolContext, knowledge
 from callplane.tools.toolbox import Toolbox, ToolUse, error_text
@@ -71,6 +72,13 @@ INTERRUPTED = "interrupted: the caller spoke before it finished"
 
 #: ``report(type, data)``: writes one of the call's events.
 Report = Callable[[str, dict[str, Any]], Awaitable[None]]
+#: A line to say, into the reply it is given.
+Line = Callable[[Reply], Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True)
+class GreetingOver:
+    """A voicemail's greeting has ended (its beep, or quiet after it): record the message."""
 
 
 @dataclass
@@ -119,8 +127,8 @@ class TurnLoop:
     answered_by: str | None = None
     #: Seconds from the end of each caller turn to the first media of the agent's reply.
     latencies: list[float] = field(default_factory=list)
-    _inbox: asyncio.Queue[CallerEvent] = field(default_factory=asyncio.Queue)
-    _getting: asyncio.Future[CallerEvent] | None = None
+    _inbox: asyncio.Queue[CallerEvent | GreetingOver] = field(default_factory=asyncio.Queue)
+    _getting: asyncio.Future[CallerEvent | GreetingOver] | None = None
     #: The agent's current (or last) line.
     _reply: Reply | None = None
     #: Set once the agent is ending the call: the caller's speech no longer matters.
@@ -128,6 +136,8 @@ class TurnLoop:
     _reason: str | None = None
     #: Waiting for a voicemail greeting to end, to leave the message.
     _awaiting_greeting: bool = False
+    #: The disclosure line, once begun: while it is being heard, no barge-in.
+    _disclosure: Reply | None = None
     #: When the caller last did anything (the silence timeout counts from here or from the
     #: end of the agent's line, whichever is later).
     _last_heard: float = 0.0
@@ -179,14 +189,64 @@ class TurnLoop:
             return None
         if voicemail is not None:
             self._awaiting_greeting = True
-        # The opening is started before listening, so it is under way (on the simulated
-        # network: said) before anything the far end said at answer time is taken in.
-        elif self.spec.agent_speaks_first:
-            if self.spec.first_message:
-                self._start(lambda r: self._say_line(r, self.spec.first_message or ""), True)
-            elif self.brain is not None:
-                self._start(lambda r: self._answer(r, None), True)
+            if self.connection.media == "audio":
+                self.listener.on_audio = self._greeting_watch()
+        else:
+            # The opening is started before listening, so it is under way (on the simulated
+            # network: said) before anything the far end said at answer time is taken in.
+            opening = self._opening()
+            if opening is not None or self.spec.disclosure:
+                self._start(lambda r: self._disclosed(r, opening), True)
         return asyncio.create_task(self._listen())
+
+    def _opening(self) -> Line | None:
+        if not self.spec.agent_speaks_first:
+            return None
+        if self.spec.first_message:
+            return lambda r: self._say_line(r, self.spec.first_message or "")
+        if self.brain is not None:
+            return lambda r: self._answer(r, None)
+        return None
+
+    async def _disclosed(self, reply: Reply, then: Line | None) -> None:
+        """The disclosure first, whole (a caller speaking over it does not cut it off), then
+        ``then`` in a line of its own."""
+        disclosure = self.spec.disclosure
+        if disclosure:
+            self._disclosure = reply
+            try:
+                await self.speaker.say(reply, disclosure)
+                await self.speaker.end_line(reply, more=then is not None)
+            finally:
+                self._close_line(reply, None)
+            if then is None:
+                return
+            follow = Reply(opening=reply.opening)
+            follow.task = reply.task
+            self._reply = reply = follow
+        if then is not None:
+            await then(reply)
+
+    def _greeting_watch(self) -> Callable[[bytes], None]:
+        """Listens to the far end's audio for the end of the greeting, from its first frame
+        (what was heard while deciding who answered is replayed first)."""
+        greeting = GreetingEnd()
+
+        def heard(pcm: bytes) -> None:
+            if not greeting.done and greeting.feed(pcm):
+                self.listener.on_audio = None
+                self._inbox.put_nowait(GreetingOver())
+
+        return heard
+
+    def _leave_message(self) -> None:
+        """The greeting has ended: the message (after the disclosure), then the call ends."""
+        self._awaiting_greeting = False
+        self._ending = True
+        message = self.spec.voicemail.message if self.spec.voicemail else ""
+        self._start(
+            lambda r: self._disclosed(r, lambda f: self._say_line(f, message, then_end=VOICEMAIL))
+        )
 
     async def _converse(self) -> None:
         if self._reason is not None:
@@ -204,7 +264,7 @@ class TurnLoop:
         async for event in self.listener.events():
             self._inbox.put_nowait(event)
 
-    async def _next_event(self) -> CallerEvent | None:
+    async def _next_event(self) -> CallerEvent | GreetingOver | None:
         """The caller's next event, or None once the caller has been silent too long."""
         while True:
             if self._getting is None:
@@ -231,11 +291,21 @@ class TurnLoop:
         heard_until = self._reply.playout_ends_at if self._reply is not None else 0.0
         return max(self._last_heard, heard_until) + seconds
 
-    async def _on(self, event: CallerEvent) -> None:
+    async def _on(self, event: CallerEvent | GreetingOver) -> None:
         if self._ending:
+            if isinstance(event, CallerSaid) and self.answered_by == "voicemail":
+                # The greeting's words, recognised after the message began: still kept.
+                self.transcript.say(event.started_at, "user", event.text)
             return
         self._last_heard = time.monotonic()
         reply = self._reply
+        if isinstance(event, GreetingOver):
+            if self._awaiting_greeting:
+                self._leave_message()
+            return
+        disclosure = self._disclosure
+        if disclosure is not None and (disclosure.generating or disclosure.playing):
+            reply = None  # nothing the caller does cuts the disclosure off, nor what follows it
         if isinstance(event, CallerSpeaking):
             if reply is not None and reply.heard_since(event.at):
                 await self._barge_in(reply)
@@ -251,18 +321,15 @@ class TurnLoop:
             await self._settle()
             self.transcript.say(event.started_at, "user", event.text)
             if self._awaiting_greeting:
-                # The greeting has ended: the message, then the call ends (DESIGN §15).
-                self._awaiting_greeting = False
-                message = self.spec.voicemail.message if self.spec.voicemail else ""
-                self._ending = True
-                self._start(lambda r: self._say_line(r, message, then_end=VOICEMAIL))
+                # Audio: the greeting ends at its beep or after quiet (``GreetingOver``); a
+                # text line has only the greeting's words to go by.
+                if self.connection.media == "text":
+                    self._leave_message()
             elif self.brain is not None:
                 timing = turns.heard(event)
                 self._start(lambda r: self._answer(r, event.ended_at, timing, event.text))
 
-    def _start(
-        self, line: Callable[[Reply], Coroutine[Any, Any, None]], opening: bool = False
-    ) -> Reply:
+    def _start(self, line: Line, opening: bool = False) -> Reply:
         # The line is open from now, not from when the task first runs: a caller turn that
         # arrives before then supersedes it too.
         reply = Reply(opening=opening)

@@ -25,8 +25,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from callplane.models.base import Base, utcnow
 
-#: A call's status, the one place it is spelled (DESIGN §5). Only ``enqueued`` can be cancelled;
-#: the moves between them are ``engine.lifecycle``'s.
+#: A call's status, the one place it is spelled (docs/api-contract.md#call-statuses-and-cancel).
+#: Only ``enqueued`` can be cancelled; the moves between them are ``engine.lifecycle``'s.
 CallStatus = Literal[
     "enqueued", "dialing", "in_progress", "completed", "failed", "no_answer", "busy", "cancelled"
 ]

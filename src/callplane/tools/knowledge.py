@@ -13,14 +13,17 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
+from pydantic import Field, StringConstraints
 
 from callplane.errors import NotFound
+from callplane.kit.schemas import UUID_TEXT
 from callplane.knowledge import service
 from callplane.knowledge.search import Hit
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult
+from callplane.tools.config import ToolConfig
 
 if TYPE_CHECKING:
     from callplane.runtime import Runtime
@@ -74,8 +77,14 @@ def found(hits: list[Hit], budget: int) -> dict[str, Any]:
     return {"results": results}
 
 
+class KnowledgeSearchConfig(ToolConfig):
+    type: Literal["knowledge_search"]
+    knowledge_base_id: Annotated[str, StringConstraints(pattern=UUID_TEXT)]
+    top_k: Annotated[int, Field(ge=1, le=20)] = DEFAULT_TOP_K
+
+
 class KnowledgeSearch(Tool):
-    type = TYPE
+    config_model = KnowledgeSearchConfig
     default_description = (
         "Search the organization's documents (policies, prices, instructions) for what the "
         "caller asks about. Use the caller's key words as the query."

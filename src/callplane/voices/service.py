@@ -67,7 +67,7 @@ async def delete_voice(session: AsyncSession, organization_id: int, voice_id: uu
     in_use = exists().where(
         owned_by(Call, organization_id),
         Call.voice_uuid == voice_id,
-        # A call not over yet may still speak with its voice: the voice must stay (DESIGN §16).
+        # A call not over yet may still speak with its voice: the voice must stay (docs/voices.md).
         Call.status.in_(UNFINISHED_STATUSES),
     )
     deleted = await session.execute(
