@@ -105,6 +105,7 @@ def test_a_spec_tools_become_the_registry_tools_and_the_registry_keys_are_design
         "query_table",
         "insert_record",
         "function",
+        "knowledge_search",
     }
     spec = AgentSpec(
         tools=(
