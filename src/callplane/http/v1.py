@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 from callplane.agents.router import router as agents
+from callplane.audit.router import router as audit_log
 from callplane.call_tags.router import router as call_tags
 from callplane.calls.find_router import router as find_calls
 from callplane.calls.router import router as calls
@@ -40,6 +41,7 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     web_calls,
     agents,
     api_keys,
+    audit_log,
 )
 
 #: The one table the fast-path layer serves (``tests/test_fast_paths.py`` covers every entry).
