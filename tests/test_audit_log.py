@@ -199,3 +199,35 @@ async def test_no_change_is_committed_without_its_event(app, client, monkeypatch
     listed = (await client.get("/v1/agents", headers=org.headers)).json()
     assert listed["agents"] == []
     assert (await client.get(LOG, headers=org.headers)).json()["total_count"] == 0
+
+
+async def test_recording_and_contact_data_reads_are_audited(app, client):
+    from tests.test_recordings import signed_url
+
+    org = await make_org(app)
+    url = await signed_url(app, client, org)
+    assert (await client.get(url)).status_code == 200
+    # An altered URL reads nothing and records nothing.
+    assert (await client.get(url.replace("signature=", "signature=0"))).status_code == 403
+
+    path = "/v1/contacts/%2B14155550100/data"
+    assert (
+        await client.put(path, headers=org.headers, json={"data": {"plan": "gold"}})
+    ).status_code == 200
+    assert (await client.get(path, headers=org.headers)).status_code == 200
+    assert (await client.get("/v1/contacts", headers=org.headers)).status_code == 200
+    # An unknown contact is a 404: nothing was read.
+    assert (
+        await client.get("/v1/contacts/%2B14155550199/data", headers=org.headers)
+    ).status_code == 404
+
+    events = (await client.get(LOG, headers=org.headers)).json()["events"]
+    actions = [(e["action"], e["actor"]) for e in reversed(events)]
+    key = f"api_key:{org.key_id}"
+    assert actions == [
+        ("recordings.read", "signed_url"),
+        ("contacts.put_contact_data", key),
+        ("contacts.read_data", key),
+        ("contacts.list", key),
+    ]
+    assert events[1]["resource_id"] == "+14155550100"

@@ -112,6 +112,8 @@ async def own_transaction(
     pool = runtime.own_transactions
     if pool is None or has_session(request):
         return UNSETTLED
+    # An audited read writes its event in this transaction (``get_session`` says why).
+    write = write or is_audited(request.scope)
     own = await pool.begin(write=write)
     try:
         result = await run(own)
