@@ -11,6 +11,7 @@ the test's event loop). The callplane client talks real HTTP to it.
 - Whole requests get ``summary`` (the summary instructions) or the next of ``analyses`` (the
   analyzer instructions; ``default_analysis`` once they run out).
 - ``mode="error"`` answers 500 to everything; ``mode="hang"`` answers nothing until stopped.
+- ``busy_first=n``: the first ``n`` streamed requests are answered 503 (a server's blip).
 
 Every request body is kept in ``requests`` for assertions.
 """
@@ -54,6 +55,7 @@ class StubLLM:
         words_per_chunk: int = 3,
         chunk_seconds: float = 0.0,
         after_tool: Sequence[Reply | str] = ("Done.",),
+        busy_first: int = 0,
     ) -> None:
         self.replies = [r if isinstance(r, Reply) else Reply(r) for r in replies]
         self.after_tool = [r if isinstance(r, Reply) else Reply(r) for r in after_tool]
@@ -66,6 +68,7 @@ class StubLLM:
         self.words_per_chunk = words_per_chunk
         #: Time between streamed chunks: a model's pace (0: all at once).
         self.chunk_seconds = chunk_seconds
+        self.busy_first = busy_first
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._released = threading.Event()
@@ -97,6 +100,12 @@ class StubLLM:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _busy(self) -> bool:
+        with self._lock:
+            busy = self.busy_first > 0
+            self.busy_first -= busy
+            return busy
 
     def streamed_requests(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -170,6 +179,9 @@ def _handler_for(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
                 self._send_json(500, {"error": {"message": "the stub was told to fail"}})
                 return
             messages = body.get("messages") or []
+            if body.get("stream") and stub._busy():
+                self._send_json(503, {"error": {"message": "the stub is busy"}})
+                return
             if body.get("stream"):
                 self._stream(stub._reply_for(messages))
             else:
