@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: against SQLite, then against PostgreSQL.
+# The whole test suite: against SQLite, then against PostgreSQL. Each run ends with its 15
+# slowest tests, so a CI log says where the time goes.
 #
 # PostgreSQL: CALLPLANE_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test) names
 # a server where the tests may CREATE DATABASE. Without one, the PostgreSQL run is skipped and
@@ -11,7 +12,7 @@ export CALLPLANE_TEST_POSTGRES_URL=${CALLPLANE_TEST_POSTGRES_URL:-postgresql://p
 in_ci() { case "${CI:-}" in 1|true|TRUE|yes) return 0 ;; *) return 1 ;; esac; }
 
 echo "== tests against SQLite"
-CALLPLANE_TEST_DATABASE=sqlite "$BIN/pytest" -q "$@"
+CALLPLANE_TEST_DATABASE=sqlite "$BIN/pytest" -q --durations=15 "$@"
 
 if "$BIN/python" - <<'PY'
 import asyncio, os, sys
@@ -28,7 +29,7 @@ except Exception as exc:
 PY
 then
   echo "== tests against PostgreSQL"
-  CALLPLANE_TEST_DATABASE=postgresql "$BIN/pytest" -q "$@"
+  CALLPLANE_TEST_DATABASE=postgresql "$BIN/pytest" -q --durations=15 "$@"
 elif in_ci; then
   echo "FAILED: PostgreSQL is required under CI" >&2
   exit 1

@@ -147,6 +147,17 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("diff", {"uuid": "$agent_id", "from_": "generated", "to": "main"}),
     ("merge_branch", {"uuid": "$agent_id", "name": "generated", "body": {"into": "main"}}),
     ("converse", {"uuid": "$agent_id", "body": {"ref": "generated"}}),
+    (
+        "create_agent_test",
+        {"uuid": "$agent_id", "body": {"name": "generated", "turns": [{"user": "Hi"}]}},
+    ),
+    ("list_agent_tests", {"uuid": "$agent_id"}),
+    ("get_agent_test", {"uuid": "$agent_id", "name": "generated"}),
+    ("update_agent_test", {"uuid": "$agent_id", "name": "generated", "body": {"repeat": 2}}),
+    ("create_test_run", {"uuid": "$agent_id", "body": {"ref": "main"}}),
+    ("list_test_runs", {"uuid": "$agent_id", "page": 1, "page_size": 10}),
+    ("get_test_run", {"uuid": "$agent_id", "run_id": "$test_run_id"}),
+    ("delete_agent_test", {"uuid": "$agent_id", "name": "generated"}),
     ("delete_branch", {"uuid": "$agent_id", "name": "generated"}),
     ("create_number", {"body": {"number": "+14155550177", "agent_id": "$agent_id"}}),
     ("list_numbers", {}),
@@ -169,6 +180,9 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("list_suppressions", {"page": 1, "page_size": 10}),
     ("delete_suppression", {"phone_number": "+15550000009"}),
     ("archive_agent", {"uuid": "$agent_id"}),
+    ("create_api_key", {"body": {"name": "generated", "scopes": ["calls:read"]}}),
+    ("list_api_keys", {"page": 1, "page_size": 10}),
+    ("delete_api_key", {"id": "$api_key_id"}),
 ]
 # Operations whose answer depends on the engine having worked: asked again until it has.
 AWAITED = {"list_deliveries": lambda body: bool(body["deliveries"])}
@@ -195,8 +209,12 @@ def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
         saved["campaign_id"] = body["campaign"]["id"]
     elif operation == "create_commit":
         saved["commit_id"] = body["commit"]["id"]
+    elif operation == "create_test_run":
+        saved["test_run_id"] = body["test_run"]["id"]
     elif operation == "create_number":
         saved["number_id"] = body["id"]
+    elif operation == "create_api_key":
+        saved["api_key_id"] = body["api_key"]["id"]
     elif operation == "create_records":
         saved["record_id"] = body["records"][0]["id"]
     elif operation == "get_external_call":

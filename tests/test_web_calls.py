@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import update
 
 from callplane.models.base import utcnow
+from callplane.models.calls import TERMINAL_STATUSES
 from callplane.models.web_calls import WebCallToken
 from tests.conftest import AppFactory, client_for
 from tests.factories import OrgHandle, load, make_org, runtime_of
@@ -23,7 +24,7 @@ from tests.web_call_peer import Peer
 AGENT = "6f1c2a1e-8a43-4c39-9a55-1d2f3e4a5b01"
 OTHER_AGENT = "7a2d3b2f-9b54-4d4a-8b66-2e3f4a5b6c02"
 ORIGIN = "https://shop.example.com"
-TERMINAL = {"completed", "failed", "no_answer", "busy", "cancelled"}
+TERMINAL = set(TERMINAL_STATUSES)
 
 
 async def _app(make_app: AppFactory, **overrides: Any) -> Any:

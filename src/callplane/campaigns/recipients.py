@@ -22,13 +22,13 @@ from pydantic import ValidationError
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from callplane.calls.schemas import check_json
 from callplane.campaigns.schemas import RecipientIn, check_zone
 from callplane.campaigns.service import CAMPAIGN_NOT_FOUND
 from callplane.errors import Conflict, InvalidInput, NotFound
 from callplane.kit.bulk import BulkInsert, random_uuid_hexes
 from callplane.kit.e164 import phone_number
 from callplane.kit.pagination import count, offset
+from callplane.kit.schemas import check_json
 from callplane.kit.tenancy import select_owned
 from callplane.models.base import utcnow
 from callplane.models.campaigns import Campaign, CampaignRecipient

@@ -27,8 +27,9 @@ from callplane.http.responses import json_response
 from callplane.http.routing import family_router, streamed_body
 from callplane.kit import jsonvalues
 from callplane.kit.pagination import total_pages
+from callplane.kit.scopes import CAMPAIGNS
 
-router = family_router(STATUS, tags=["campaigns"])
+router = family_router(STATUS, scopes=CAMPAIGNS, tags=["campaigns"])
 
 Page = Annotated[int, Query(ge=1, le=1_000_000)]
 PageSize = Annotated[int, Query(ge=1, le=100)]

@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from callplane.calls.schemas import Attributes, PhoneNumber, SafeStr, UtcTimestamp
+from callplane.kit.schemas import Attributes, PhoneNumber, SafeStr, UtcTimestamp
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 #: The legal calling hours, local time: not a setting.

@@ -33,9 +33,10 @@ from callplane.http.responses import json_response
 from callplane.http.routing import exact_json_text, family_router
 from callplane.http.unit_of_work import one_transaction
 from callplane.kit.pagination import total_pages
+from callplane.kit.scopes import CONTACTS
 from callplane.models.base import utcnow
 
-router = family_router(STATUS, tags=["contacts"])
+router = family_router(STATUS, scopes=CONTACTS, tags=["contacts"])
 
 T = TypeVar("T")
 

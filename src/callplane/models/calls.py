@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import (
     ForeignKey,
@@ -25,16 +25,19 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from callplane.models.base import Base, utcnow
 
-#: Statuses the service uses (DESIGN §5). Only ``enqueued`` can be cancelled.
-CALL_STATUSES = (
-    "enqueued",
-    "dialing",
-    "in_progress",
-    "completed",
-    "failed",
-    "no_answer",
-    "busy",
-    "cancelled",
+#: A call's status, the one place it is spelled (docs/api-contract.md#call-statuses-and-cancel).
+#: Only ``enqueued`` can be cancelled; the moves between them are ``engine.lifecycle``'s.
+CallStatus = Literal[
+    "enqueued", "dialing", "in_progress", "completed", "failed", "no_answer", "busy", "cancelled"
+]
+CALL_STATUSES: tuple[CallStatus, ...] = get_args(CallStatus)
+#: A worker holds the call, and its lease must be kept.
+ACTIVE_STATUSES: tuple[CallStatus, ...] = ("dialing", "in_progress")
+#: Not over yet: the call may still speak with its voice.
+UNFINISHED_STATUSES: tuple[CallStatus, ...] = ("enqueued", *ACTIVE_STATUSES)
+#: Over: nothing moves the call again.
+TERMINAL_STATUSES: tuple[CallStatus, ...] = tuple(
+    s for s in CALL_STATUSES if s not in UNFINISHED_STATUSES
 )
 
 

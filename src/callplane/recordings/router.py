@@ -20,12 +20,13 @@ from callplane.http.deps import RuntimeDep, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
+from callplane.kit.scopes import KEYLESS
 from callplane.media.signing import Forbidden
 from callplane.media.storage import StorageError
 from callplane.recordings import service
 from callplane.runtime import Runtime
 
-router = family_router(STATUS, tags=["recordings"])
+router = family_router(STATUS, scopes=KEYLESS, tags=["recordings"])
 
 _RANGE = re.compile(r"^bytes=([0-9]{0,18})-([0-9]{0,18})$")
 _QUERY = ("expires", "signature")

@@ -18,10 +18,11 @@ from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 from callplane.kit.e164 import phone_number
 from callplane.kit.pagination import count, offset, total_pages
+from callplane.kit.scopes import CAMPAIGNS
 from callplane.kit.tenancy import delete_owned, select_owned
 from callplane.models.campaigns import Suppression
 
-router = family_router(STATUS, tags=["suppressions"])
+router = family_router(STATUS, scopes=CAMPAIGNS, tags=["suppressions"])
 
 
 def _number(value: str, loc: tuple[str | int, ...]) -> str:

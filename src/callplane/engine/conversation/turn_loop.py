@@ -23,30 +23,38 @@ saying why.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from callplane.brain import (
     Brain,
     BrainError,
+    ChatHistory,
     ReplyEvent,
+    Said,
     SentenceSplitter,
     TextDelta,
     ToolCall,
-    conversation_messages,
 )
+from callplane.brain.history import ToolAnswered, ToolCalled
 from callplane.engine.agent import AgentSpec
-from callplane.engine.listening import CallerEvent, CallerGone, CallerSaid, CallerSpeaking, Listener
-from callplane.engine.reply import Reply
-from callplane.engine.speaking import Speaker
+from callplane.engine.conversation.listening import (
+    CallerEvent,
+    CallerGone,
+    CallerSaid,
+    CallerSpeaking,
+    Listener,
+)
+from callplane.engine.conversation.reply import Reply
+from callplane.engine.conversation.speaking import Speaker
 from callplane.observability import metrics, turns
+from callplane.speech.answering import GreetingEnd
 from callplane.telephony.base import Connection
-from callplane.tools import ToolContext
+from callplane.tools import ToolContext, knowledge
 from callplane.tools.toolbox import Toolbox, ToolUse, error_text
 
 log = logging.getLogger("callplane.engine.turns")
@@ -70,25 +78,46 @@ INTERRUPTED = "interrupted: the caller spoke before it finished"
 
 #: ``report(type, data)``: writes one of the call's events.
 Report = Callable[[str, dict[str, Any]], Awaitable[None]]
+#: A line to say, into the reply it is given.
+Line = Callable[[Reply], Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True)
+class GreetingOver:
+    """A voicemail's greeting has ended (its beep, or quiet after it): record the message."""
 
 
 @dataclass
 class TranscriptLog:
-    """The call's transcript entries, kept in timestamp order (seconds since answered)."""
+    """The call's chat history on the call's clock: ``at`` is a ``time.monotonic()`` reading,
+    stored as seconds since the call was answered. ``entries`` (the SPEC transcript the call
+    stores) is kept in step with it."""
 
     entries: list[dict[str, Any]]
     #: Seconds since the call was answered, now.
     elapsed: Callable[[], float]
+    history: ChatHistory = field(init=False)
 
-    def add(self, at: float, **entry: Any) -> dict[str, Any]:
-        timestamp = round(max(0.0, self.elapsed() - (time.monotonic() - at)), 3)
-        record = {**entry, "timestamp": timestamp}
-        keys = [e.get("timestamp", 0.0) for e in self.entries]
-        self.entries.insert(bisect.bisect_right(keys, timestamp), record)
-        return record
+    def __post_init__(self) -> None:
+        self.history = ChatHistory(transcript=self.entries)
 
-    def remove(self, record: dict[str, Any]) -> None:
-        self.entries[:] = [e for e in self.entries if e is not record]
+    def _stamp(self, at: float) -> float:
+        return round(max(0.0, self.elapsed() - (time.monotonic() - at)), 3)
+
+    def say(self, at: float, role: Literal["user", "assistant"], text: str) -> Said:
+        return self.history.add(Said(role, text, self._stamp(at)))
+
+    def call(self, at: float, call: ToolCall) -> ToolCall:
+        """Record the brain's call; the call as the toolbox runs it, with the history's id."""
+        call = replace(call, call_id=self.history.call_id())
+        self.history.add(ToolCalled(call.call_id, call.name, call.arguments, self._stamp(at)))
+        return call
+
+    def answer(self, at: float, call: ToolCall, text: str) -> None:
+        self.history.add(ToolAnswered(call.call_id, call.name, text, self._stamp(at)))
+
+    def messages(self, call_prompt: str | None) -> list[dict[str, Any]]:
+        return self.history.messages(call_prompt)
 
 
 @dataclass
@@ -104,8 +133,8 @@ class TurnLoop:
     answered_by: str | None = None
     #: Seconds from the end of each caller turn to the first media of the agent's reply.
     latencies: list[float] = field(default_factory=list)
-    _inbox: asyncio.Queue[CallerEvent] = field(default_factory=asyncio.Queue)
-    _getting: asyncio.Future[CallerEvent] | None = None
+    _inbox: asyncio.Queue[CallerEvent | GreetingOver] = field(default_factory=asyncio.Queue)
+    _getting: asyncio.Future[CallerEvent | GreetingOver] | None = None
     #: The agent's current (or last) line.
     _reply: Reply | None = None
     #: Set once the agent is ending the call: the caller's speech no longer matters.
@@ -113,6 +142,8 @@ class TurnLoop:
     _reason: str | None = None
     #: Waiting for a voicemail greeting to end, to leave the message.
     _awaiting_greeting: bool = False
+    #: The disclosure line, once begun: while it is being heard, no barge-in.
+    _disclosure: Reply | None = None
     #: When the caller last did anything (the silence timeout counts from here or from the
     #: end of the agent's line, whichever is later).
     _last_heard: float = 0.0
@@ -164,14 +195,64 @@ class TurnLoop:
             return None
         if voicemail is not None:
             self._awaiting_greeting = True
-        # The opening is started before listening, so it is under way (on the simulated
-        # network: said) before anything the far end said at answer time is taken in.
-        elif self.spec.agent_speaks_first:
-            if self.spec.first_message:
-                self._start(lambda r: self._say_line(r, self.spec.first_message or ""), True)
-            elif self.brain is not None:
-                self._start(lambda r: self._answer(r, None), True)
+            if self.connection.media == "audio":
+                self.listener.on_audio = self._greeting_watch()
+        else:
+            # The opening is started before listening, so it is under way (on the simulated
+            # network: said) before anything the far end said at answer time is taken in.
+            opening = self._opening()
+            if opening is not None or self.spec.disclosure:
+                self._start(lambda r: self._disclosed(r, opening), True)
         return asyncio.create_task(self._listen())
+
+    def _opening(self) -> Line | None:
+        if not self.spec.agent_speaks_first:
+            return None
+        if self.spec.first_message:
+            return lambda r: self._say_line(r, self.spec.first_message or "")
+        if self.brain is not None:
+            return lambda r: self._answer(r, None)
+        return None
+
+    async def _disclosed(self, reply: Reply, then: Line | None) -> None:
+        """The disclosure first, whole (a caller speaking over it does not cut it off), then
+        ``then`` in a line of its own."""
+        disclosure = self.spec.disclosure
+        if disclosure:
+            self._disclosure = reply
+            try:
+                await self.speaker.say(reply, disclosure)
+                await self.speaker.end_line(reply, more=then is not None)
+            finally:
+                self._close_line(reply, None)
+            if then is None:
+                return
+            follow = Reply(opening=reply.opening)
+            follow.task = reply.task
+            self._reply = reply = follow
+        if then is not None:
+            await then(reply)
+
+    def _greeting_watch(self) -> Callable[[bytes], None]:
+        """Listens to the far end's audio for the end of the greeting, from its first frame
+        (what was heard while deciding who answered is replayed first)."""
+        greeting = GreetingEnd()
+
+        def heard(pcm: bytes) -> None:
+            if not greeting.done and greeting.feed(pcm):
+                self.listener.on_audio = None
+                self._inbox.put_nowait(GreetingOver())
+
+        return heard
+
+    def _leave_message(self) -> None:
+        """The greeting has ended: the message (after the disclosure), then the call ends."""
+        self._awaiting_greeting = False
+        self._ending = True
+        message = self.spec.voicemail.message if self.spec.voicemail else ""
+        self._start(
+            lambda r: self._disclosed(r, lambda f: self._say_line(f, message, then_end=VOICEMAIL))
+        )
 
     async def _converse(self) -> None:
         if self._reason is not None:
@@ -189,7 +270,7 @@ class TurnLoop:
         async for event in self.listener.events():
             self._inbox.put_nowait(event)
 
-    async def _next_event(self) -> CallerEvent | None:
+    async def _next_event(self) -> CallerEvent | GreetingOver | None:
         """The caller's next event, or None once the caller has been silent too long."""
         while True:
             if self._getting is None:
@@ -216,11 +297,21 @@ class TurnLoop:
         heard_until = self._reply.playout_ends_at if self._reply is not None else 0.0
         return max(self._last_heard, heard_until) + seconds
 
-    async def _on(self, event: CallerEvent) -> None:
+    async def _on(self, event: CallerEvent | GreetingOver) -> None:
         if self._ending:
+            if isinstance(event, CallerSaid) and self.answered_by == "voicemail":
+                # The greeting's words, recognised after the message began: still kept.
+                self.transcript.say(event.started_at, "user", event.text)
             return
         self._last_heard = time.monotonic()
         reply = self._reply
+        if isinstance(event, GreetingOver):
+            if self._awaiting_greeting:
+                self._leave_message()
+            return
+        disclosure = self._disclosure
+        if disclosure is not None and (disclosure.generating or disclosure.playing):
+            reply = None  # nothing the caller does cuts the disclosure off, nor what follows it
         if isinstance(event, CallerSpeaking):
             if reply is not None and reply.heard_since(event.at):
                 await self._barge_in(reply)
@@ -234,20 +325,17 @@ class TurnLoop:
             ):
                 await self._barge_in(reply)
             await self._settle()
-            self.transcript.add(event.started_at, role="user", text=event.text)
+            self.transcript.say(event.started_at, "user", event.text)
             if self._awaiting_greeting:
-                # The greeting has ended: the message, then the call ends (DESIGN §15).
-                self._awaiting_greeting = False
-                message = self.spec.voicemail.message if self.spec.voicemail else ""
-                self._ending = True
-                self._start(lambda r: self._say_line(r, message, then_end=VOICEMAIL))
+                # Audio: the greeting ends at its beep or after quiet (``GreetingOver``); a
+                # text line has only the greeting's words to go by.
+                if self.connection.media == "text":
+                    self._leave_message()
             elif self.brain is not None:
                 timing = turns.heard(event)
-                self._start(lambda r: self._answer(r, event.ended_at, timing))
+                self._start(lambda r: self._answer(r, event.ended_at, timing, event.text))
 
-    def _start(
-        self, line: Callable[[Reply], Coroutine[Any, Any, None]], opening: bool = False
-    ) -> Reply:
+    def _start(self, line: Line, opening: bool = False) -> Reply:
         # The line is open from now, not from when the task first runs: a caller turn that
         # arrives before then supersedes it too.
         reply = Reply(opening=opening)
@@ -274,9 +362,9 @@ class TurnLoop:
         elif reply.entry is not None:
             # The line was already recorded whole, while its audio was still playing.
             if reply.text:
-                reply.entry["text"] = reply.text
+                self.transcript.history.retext(reply.entry, reply.text)
             else:
-                self.transcript.remove(reply.entry)
+                self.transcript.history.remove(reply.entry)
             reply.entry = None
 
     # A reply: one spoken line.
@@ -295,9 +383,12 @@ class TurnLoop:
         reply: Reply,
         caller_ended_at: float | None,
         timing: turns.TurnTiming | None = None,
+        heard: str | None = None,
     ) -> None:
         """The brain's answer; when it asks for tools, they run (all at once), their results go
         back and the brain answers again, in a new line (``follow``) on the same task."""
+        if heard is not None:
+            await self._consult(heard)
         rounds = 0
         while True:
             calls = await self._generate(reply, caller_ended_at, rounds < MAX_TOOL_ROUNDS, timing)
@@ -337,7 +428,7 @@ class TurnLoop:
         """One brain request, spoken into ``reply`` and recorded; the tools it asked for
         (recorded too), or None when the brain failed."""
         assert self.brain is not None and self.toolbox is not None
-        messages = conversation_messages(self.spec.prompt, self.transcript.entries)
+        messages = self.transcript.messages(self.spec.prompt)
         tools = self.toolbox.definitions() if offer_tools else []
         stream: asyncio.Queue[ReplyEvent | BrainError | None] = asyncio.Queue()
         thinking = asyncio.create_task(_think(self.brain, self.spec, messages, tools, stream))
@@ -368,12 +459,9 @@ class TurnLoop:
             log.warning("the brain asked for tools it was not offered; ignored")
             return []
         now = time.monotonic()
-        for call in tool_calls:
-            self.transcript.add(
-                now, role="assistant", function_name=call.name, arguments=call.arguments, text=""
-            )
+        calls = [self.transcript.call(now, call) for call in tool_calls]
         await turns.report(timing, reply.first_media_at, self.transcript.elapsed, self.report)
-        return tool_calls
+        return calls
 
     async def _use_tools(
         self, follow: Reply, calls: list[ToolCall], caller_ended_at: float | None
@@ -411,9 +499,7 @@ class TurnLoop:
                     use = ToolUse(
                         call, error_text(INTERRUPTED), "interrupted", time.monotonic() - began
                     )
-                    self.transcript.add(
-                        time.monotonic(), role="tool", function_name=call.name, text=use.text
-                    )
+                    self.transcript.answer(time.monotonic(), call, use.text)
                     self._report_later("tool.called", use.event())
         return uses
 
@@ -432,10 +518,34 @@ class TurnLoop:
         self._close_line(hold, caller_ended_at)
 
     async def _record_use(self, use: ToolUse) -> None:
-        self.transcript.add(
-            time.monotonic(), role="tool", function_name=use.call.name, text=use.text
-        )
+        self.transcript.answer(time.monotonic(), use.call, use.text)
         self._report_later("tool.called", use.event())
+
+    async def _consult(self, heard: str) -> None:
+        """``knowledge.auto``: the caller's words looked up before the brain is asked; what was
+        found goes into the history as a ``knowledge_search`` call and its answer (the brain
+        reads it, the transcript shows it) and into an ``agent.knowledge`` event. A search
+        that fails or is slow is left out: the reply never waits long on it."""
+        context = self.tool_context
+        if not knowledge.auto_enabled(self.spec.knowledge) or context is None:
+            return
+        if context.runtime is None or context.organization_id is None:
+            return
+        assert self.spec.knowledge is not None
+        try:
+            async with asyncio.timeout(knowledge.AUTO_TIMEOUT_SECONDS):
+                consulted = await knowledge.consult(
+                    context.runtime, context.organization_id, self.spec.knowledge, heard
+                )
+        except Exception:
+            log.exception("knowledge.auto failed; answering without it")
+            return
+        if consulted is None:
+            return
+        now = time.monotonic()
+        call = self.transcript.call(now, ToolCall(knowledge.TYPE, {"query": consulted.query}))
+        self.transcript.answer(now, call, consulted.text)
+        self._report_later("agent.knowledge", consulted.event)
 
     def _report_later(self, type_: str, data: dict[str, Any]) -> None:
         """Write an event beside the conversation: a barge-in cancelling the line must not
@@ -467,7 +577,7 @@ class TurnLoop:
             self.latencies.append(first_media_at - caller_ended_at)
         if reply.text:
             at = first_media_at or time.monotonic()
-            reply.entry = self.transcript.add(at, role="assistant", text=reply.text)
+            reply.entry = self.transcript.say(at, "assistant", reply.text)
 
     async def _close_for_silence(self) -> None:
         self._ending = True
