@@ -1,7 +1,7 @@
 """campaigns: campaigns, their recipients, the do-not-call list, and calls.campaign_id
 
 Revision ID: 0018
-Revises: 0021
+Revises: 0017
 """
 
 from collections.abc import Sequence
@@ -12,7 +12,7 @@ from alembic import op
 from callplane.models.base import JSONType
 
 revision: str = "0018"
-down_revision: str | None = "0021"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
