@@ -18,9 +18,9 @@ from typing import Any
 
 from callplane.brain import BrainError, ReplyEvent, TextDelta, ToolCall
 from callplane.engine.agent import AgentSpec
-from callplane.engine.listening import Listener
-from callplane.engine.speaking import Speaker
-from callplane.engine.turn_loop import TranscriptLog, TurnLoop
+from callplane.engine.conversation.listening import Listener
+from callplane.engine.conversation.speaking import Speaker
+from callplane.engine.conversation.turn_loop import TranscriptLog, TurnLoop
 from callplane.speech.base import Segment, Synthesizer, Transcriber
 from callplane.speech.vad import SpeechStarted, TurnEnded, TurnEvent
 from callplane.telephony.base import (

@@ -11,9 +11,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from callplane.brain import TextDelta, ToolCall
-from callplane.engine import turn_loop
 from callplane.engine.agent import AgentSpec
-from callplane.engine.turn_loop import AGENT_HANGUP, REMOTE_HANGUP
+from callplane.engine.conversation import turn_loop
+from callplane.engine.conversation.turn_loop import AGENT_HANGUP, REMOTE_HANGUP
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult
 from callplane.tools.registry import TOOL_TYPES
 from callplane.tools.toolbox import RESULT_CHARS, Toolbox
@@ -105,6 +105,7 @@ def test_a_spec_tools_become_the_registry_tools_and_the_registry_keys_are_design
         "query_table",
         "insert_record",
         "function",
+        "knowledge_search",
     }
     spec = AgentSpec(
         tools=(

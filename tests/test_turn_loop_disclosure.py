@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from callplane.engine.agent import AgentSpec, Voicemail
-from callplane.engine.turn_loop import REMOTE_HANGUP, VOICEMAIL
+from callplane.engine.conversation.turn_loop import REMOTE_HANGUP, VOICEMAIL
 from callplane.telephony.base import AudioFrame
 from tests.fakes import Conversation, FakeBrain
 from tests.sipp_peer import tone_pcm

@@ -118,6 +118,11 @@ class CallCreate(BaseModel):
     ] = []
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
     tags: Annotated[list[UUID], Field(max_length=100)] = []
+    ignore_suppression: bool = Field(
+        default=False,
+        strict=True,
+        description="Call a number on the do-not-call list (a call the person asked for)",
+    )
 
 
 class CallCreated(BaseModel):

@@ -42,13 +42,19 @@ from callplane.brain import (
 )
 from callplane.brain.history import ToolAnswered, ToolCalled
 from callplane.engine.agent import AgentSpec
-from callplane.engine.listening import CallerEvent, CallerGone, CallerSaid, CallerSpeaking, Listener
-from callplane.engine.reply import Reply
-from callplane.engine.speaking import Speaker
+from callplane.engine.conversation.listening import (
+    CallerEvent,
+    CallerGone,
+    CallerSaid,
+    CallerSpeaking,
+    Listener,
+)
+from callplane.engine.conversation.reply import Reply
+from callplane.engine.conversation.speaking import Speaker
 from callplane.observability import metrics, turns
 from callplane.speech.answering import GreetingEnd
 from callplane.telephony.base import Connection
-from callplane.tools import ToolContext
+from callplane.tools import ToolContext, knowledge
 from callplane.tools.toolbox import Toolbox, ToolUse, error_text
 
 log = logging.getLogger("callplane.engine.turns")
@@ -327,7 +333,7 @@ class TurnLoop:
                     self._leave_message()
             elif self.brain is not None:
                 timing = turns.heard(event)
-                self._start(lambda r: self._answer(r, event.ended_at, timing))
+                self._start(lambda r: self._answer(r, event.ended_at, timing, event.text))
 
     def _start(self, line: Line, opening: bool = False) -> Reply:
         # The line is open from now, not from when the task first runs: a caller turn that
@@ -377,9 +383,12 @@ class TurnLoop:
         reply: Reply,
         caller_ended_at: float | None,
         timing: turns.TurnTiming | None = None,
+        heard: str | None = None,
     ) -> None:
         """The brain's answer; when it asks for tools, they run (all at once), their results go
         back and the brain answers again, in a new line (``follow``) on the same task."""
+        if heard is not None:
+            await self._consult(heard)
         rounds = 0
         while True:
             calls = await self._generate(reply, caller_ended_at, rounds < MAX_TOOL_ROUNDS, timing)
@@ -511,6 +520,32 @@ class TurnLoop:
     async def _record_use(self, use: ToolUse) -> None:
         self.transcript.answer(time.monotonic(), use.call, use.text)
         self._report_later("tool.called", use.event())
+
+    async def _consult(self, heard: str) -> None:
+        """``knowledge.auto``: the caller's words looked up before the brain is asked; what was
+        found goes into the history as a ``knowledge_search`` call and its answer (the brain
+        reads it, the transcript shows it) and into an ``agent.knowledge`` event. A search
+        that fails or is slow is left out: the reply never waits long on it."""
+        context = self.tool_context
+        if not knowledge.auto_enabled(self.spec.knowledge) or context is None:
+            return
+        if context.runtime is None or context.organization_id is None:
+            return
+        assert self.spec.knowledge is not None
+        try:
+            async with asyncio.timeout(knowledge.AUTO_TIMEOUT_SECONDS):
+                consulted = await knowledge.consult(
+                    context.runtime, context.organization_id, self.spec.knowledge, heard
+                )
+        except Exception:
+            log.exception("knowledge.auto failed; answering without it")
+            return
+        if consulted is None:
+            return
+        now = time.monotonic()
+        call = self.transcript.call(now, ToolCall(knowledge.TYPE, {"query": consulted.query}))
+        self.transcript.answer(now, call, consulted.text)
+        self._report_later("agent.knowledge", consulted.event)
 
     def _report_later(self, type_: str, data: dict[str, Any]) -> None:
         """Write an event beside the conversation: a barge-in cancelling the line must not
