@@ -22,6 +22,7 @@ from pydantic import (
 
 from callplane.errors import InvalidInput
 from callplane.kit.schemas import LANGUAGE_TAG, UUID_TEXT, Analyzer, SafeStr
+from callplane.speech.models import known_language
 from callplane.tools.config import Strict as _Strict
 from callplane.tools.config import ToolConfig
 from callplane.tools.registry import TOOL_TYPES as REGISTRY
@@ -68,6 +69,32 @@ def _unique_tool_names(tools: list[Any]) -> list[Any]:
     return tools
 
 
+def _known_language(tag: str) -> str:
+    if not known_language(tag):
+        raise ValueError(f"unknown language: {tag} (a tag Whisper recognises, such as es or es-MX)")
+    return tag
+
+
+KnownLanguage = Annotated[
+    str, StringConstraints(pattern=LANGUAGE_TAG), AfterValidator(_known_language)
+]
+_Phrases = Annotated[
+    list[Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]],
+    Field(max_length=20),
+]
+
+
+class LanguagePreset(_Strict):
+    """What changes when the call is, or becomes, in one language (docs/languages.md)."""
+
+    voice_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F-]{32,36}$")] | None = None
+    first_message: Annotated[SafeStr, StringConstraints(max_length=2_000)] | None = None
+    #: Added to the agent's prompt.
+    prompt: Annotated[SafeStr, StringConstraints(max_length=20_000)] | None = None
+    end_call_phrases: _Phrases = []
+    opt_out_phrases: _Phrases = []
+
+
 class AgentConfig(_Strict):
     """Every key of DESIGN §15's config."""
 
@@ -105,6 +132,10 @@ class AgentConfig(_Strict):
     summary_prompt: Annotated[SafeStr, StringConstraints(max_length=10_000)] | None = None
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
     knowledge: Knowledge | None = None
+    #: Per-language presets, by language tag (``es``, ``es-MX``).
+    languages: Annotated[dict[KnownLanguage, LanguagePreset], Field(max_length=50)] = {}
+    #: The summary's language; unset: the call's.
+    summary_language: KnownLanguage | None = None
 
 
 def _path(loc: tuple[str | int, ...]) -> str:

@@ -122,6 +122,10 @@ class SpeechEngine(abc.ABC):
     def installed(self, voice: str, settings: SpeechSettings) -> bool:
         return voice in self.voices(settings)
 
+    def language_of(self, voice: str) -> str | None:
+        """The language tag the voice speaks (``es-419``), when its name says it."""
+        return None
+
     @abc.abstractmethod
     def build(self, voice: str, settings: SpeechSettings, fallback: Synthesizer) -> Synthesizer:
         """The voice's synthesizer, ready to speak; ``fallback`` speaks a line this one fails
