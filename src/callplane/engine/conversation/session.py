@@ -50,6 +50,7 @@ from callplane.models.calls import Call
 from callplane.runtime import Runtime
 from callplane.settings import Settings
 from callplane.speech.engines import voice_for_language
+from callplane.speech.models import language_name, primary
 from callplane.telephony.base import Connection
 from callplane.tools import CallHooks, Transfer, tool_context
 from callplane.tools.function import function_tool_client
@@ -284,5 +285,15 @@ async def after_call(context: CallContext, services: ConversationServices) -> No
         spec.analyzers if spec is not None else context.analyzers,
         context.latencies,
         apply_move=services.apply_move,
-        summary_prompt=spec.summary_prompt if spec is not None else None,
+        summary_prompt=summary_instructions(spec) if spec is not None else None,
     )
+
+
+def summary_instructions(spec: AgentSpec) -> str | None:
+    """The agent's ``summary_prompt``, and the summary's language: ``summary_language``, else
+    the language the call ended in (English needs no saying)."""
+    language = spec.summary_language or spec.language
+    if spec.summary_language is None and primary(language) in (None, "en"):
+        return spec.summary_prompt
+    name = language_name(language)
+    return "\n\n".join(p for p in (spec.summary_prompt, f"Write the summary in {name}.") if p)
