@@ -121,6 +121,9 @@ async def test_create_call_minimal(app, client):
         ),
         pytest.param({"to_number": "+14155550123", "tags": ["x"]}, "tags", id="tag-uuid"),
         pytest.param({"to_number": "+14155550123", "keyterms": [1]}, "keyterms", id="keyterm-type"),
+        pytest.param(
+            {"to_number": "+14155550123", "first_mesage": "Hi"}, "first_mesage", id="misspelt"
+        ),
     ],
 )
 async def test_create_call_invalid_bodies_are_422_status_shape(app, client, body, field):

@@ -41,6 +41,8 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout_seconds: float = 20.0
+    #: Judges agent tests' criteria and plays their callers; unset: the brain's model.
+    judge_model: str | None = None
     # Speech recognition (callplane[speech]): a CTranslate2 Whisper directory; unset uses the
     # model wheel installed by `make install`. 0 threads: CTranslate2's default (all cores).
     whisper_model_dir: str | None = None
@@ -147,6 +149,7 @@ class Settings(BaseSettings):
         "s3_endpoint_url",
         "llm_base_url",
         "llm_model",
+        "judge_model",
         "llm_api_key",
         "whisper_model_dir",
         "sip_trunk",

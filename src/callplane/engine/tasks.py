@@ -6,6 +6,7 @@ on the worker's calls (``Switchboard``), so they are built for it.
 
 from __future__ import annotations
 
+from callplane.agent_tests.task import AGENT_RUNS
 from callplane.engine import calls, leases, retention
 from callplane.engine.switchboard import Switchboard
 from callplane.external_calls import transcription
@@ -20,4 +21,5 @@ def worker_tasks(board: Switchboard) -> list[WorkerTask]:
         delivery.DELIVERY,
         transcription.TRANSCRIPTION,
         retention.RETENTION,
+        AGENT_RUNS,
     ]

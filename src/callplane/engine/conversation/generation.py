@@ -26,7 +26,7 @@ from callplane.engine.conversation.reply import Reply
 from callplane.engine.conversation.speaking import Speaker
 from callplane.engine.conversation.transcript import TranscriptLog
 from callplane.observability import turns
-from callplane.tools import ToolContext
+from callplane.tools import ToolContext, knowledge
 from callplane.tools.toolbox import Toolbox, ToolUse, error_text
 
 log = logging.getLogger("callplane.engine.turns")
@@ -93,9 +93,13 @@ class Generation:
         reply: Reply,
         caller_ended_at: float | None,
         timing: turns.TurnTiming | None = None,
+        heard: str | None = None,
     ) -> Answered:
-        """The brain's answer into ``reply``; when it asks for tools, they run, their results
-        go back and the brain answers again, in a line of its own."""
+        """The brain's answer into ``reply`` (to the caller's words ``heard``, None for the
+        opening); when it asks for tools, they run, their results go back and the brain
+        answers again, in a line of its own."""
+        if heard is not None:
+            await self._consult(heard)
         rounds = 0
         while True:
             calls = await self._generate(reply, caller_ended_at, rounds < MAX_TOOL_ROUNDS, timing)
@@ -237,6 +241,32 @@ class Generation:
     async def _record_use(self, use: ToolUse) -> None:
         self.transcript.answer(time.monotonic(), use.call, use.text)
         self._report_later("tool.called", use.event())
+
+    async def _consult(self, heard: str) -> None:
+        """``knowledge.auto``: the caller's words looked up before the brain is asked; what was
+        found goes into the history as a ``knowledge_search`` call and its answer (the brain
+        reads it, the transcript shows it) and into an ``agent.knowledge`` event. A search
+        that fails or is slow is left out: the reply never waits long on it."""
+        context = self.tool_context
+        if not knowledge.auto_enabled(self.spec.knowledge):
+            return
+        if context.runtime is None or context.organization_id is None:
+            return
+        assert self.spec.knowledge is not None
+        try:
+            async with asyncio.timeout(knowledge.AUTO_TIMEOUT_SECONDS):
+                consulted = await knowledge.consult(
+                    context.runtime, context.organization_id, self.spec.knowledge, heard
+                )
+        except Exception:
+            log.exception("knowledge.auto failed; answering without it")
+            return
+        if consulted is None:
+            return
+        now = time.monotonic()
+        call = self.transcript.call(now, ToolCall(knowledge.TYPE, {"query": consulted.query}))
+        self.transcript.answer(now, call, consulted.text)
+        self._report_later("agent.knowledge", consulted.event)
 
     def _report_later(self, type_: str, data: dict[str, Any]) -> None:
         """Write an event beside the conversation: a barge-in cancelling the line must not

@@ -295,7 +295,7 @@ class TurnLoop:
                     self._leave_message()
             elif self.brain is not None:
                 timing = turns.heard(event)
-                self._start(lambda r: self._answer(r, event.ended_at, timing))
+                self._start(lambda r: self._answer(r, event.ended_at, timing, event.text))
 
     def _start(self, line: Line, opening: bool = False) -> Reply:
         # The line is open from now, not from when the task first runs: a caller turn that
@@ -345,11 +345,12 @@ class TurnLoop:
         reply: Reply,
         caller_ended_at: float | None,
         timing: turns.TurnTiming | None = None,
+        heard: str | None = None,
     ) -> None:
         """The brain's answer (``generation.py``: its requests and tool rounds); then what the
         answer's last line decides: the call ends after it, or the conversation goes on."""
         assert self._generation is not None
-        answered = await self._generation.answer(reply, caller_ended_at, timing)
+        answered = await self._generation.answer(reply, caller_ended_at, timing, heard)
         if answered.failed:
             return  # apologised, hung up
         last = answered.reply
