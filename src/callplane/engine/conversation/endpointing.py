@@ -10,7 +10,7 @@ Whisper punctuates nearly everything it hears, fragments included ("I'd like to.
 period alone does not make a sentence complete: a last word that cannot end an English sentence
 (an article, a preposition, a conjunction, a filler) makes it incomplete whatever follows it.
 
-Pure: text in, milliseconds out. The listener (``engine.listening``) asks at each pause.
+Pure: text in, milliseconds out. The listener (``engine.conversation.listening``) asks at each pause.
 """
 
 from __future__ import annotations
