@@ -350,9 +350,7 @@ class TurnLoop:
         """The brain's answer (``generation.py``: its requests and tool rounds); then what the
         answer's last line decides: the call ends after it, or the conversation goes on."""
         assert self._generation is not None
-        if heard is not None:
-            await self._generation.consult(heard)
-        answered = await self._generation.answer(reply, caller_ended_at, timing)
+        answered = await self._generation.answer(reply, caller_ended_at, timing, heard)
         if answered.failed:
             return  # apologised, hung up
         last = answered.reply
@@ -394,11 +392,7 @@ class TurnLoop:
         if first_media_at is not None and caller_ended_at is not None:
             self.latencies.append(first_media_at - caller_ended_at)
         if reply.text:
-            # When the caller began hearing it: a line queued behind another (the opening
-            # behind the disclosure) is heard only once that one has been.
             at = first_media_at or time.monotonic()
-            if reply.sentences:
-                at = max(at, reply.sentences[0][0])
             reply.entry = self.transcript.say(at, "assistant", reply.text)
 
     async def _close_for_silence(self) -> None:
