@@ -89,6 +89,20 @@ METHODS = {
     "delete_branch": "branches.delete",
     "create_web_call_token": "web_calls.create_token",
     "create_web_call": "web_calls.create",
+    "create_campaign": "campaigns.create",
+    "list_campaigns": "campaigns.list",
+    "get_campaign": "campaigns.get",
+    "update_campaign": "campaigns.update",
+    "start_campaign": "campaigns.start",
+    "pause_campaign": "campaigns.pause",
+    "resume_campaign": "campaigns.resume",
+    "cancel_campaign": "campaigns.cancel",
+    "add_recipients": "campaigns.add_recipients",
+    "list_recipients": "campaigns.recipients",
+    "export_campaign": "campaigns.export",
+    "create_suppression": "suppressions.create",
+    "list_suppressions": "suppressions.list",
+    "delete_suppression": "suppressions.delete",
 }
 #: Routes a client of the API key does not call: signed URLs are used as they are.
 NOT_CLIENT_ROUTES = {"recording_audio"}
@@ -256,6 +270,44 @@ def test_web_call_tokens(server) -> None:
         with pytest.raises(APIError) as refused:
             api.web_calls.create("not an offer", agent.id)
         assert refused.value.status_code == 422
+
+
+def test_campaigns_and_suppressions(server) -> None:
+    url, key = server
+    with Callplane(key, base_url=url) as api:
+        agent = api.agents.create("Renewals")
+        campaign = api.campaigns.create(
+            "Renewals", agent.agent.id, retry={"max_attempts": 2}, pacing={"max_concurrent": 2}
+        )
+        assert campaign.status == "draft" and campaign.counts.total == 0
+        assert campaign.retry["delay_seconds"] == 3600 and campaign.pacing["max_concurrent"] == 2
+        added = api.campaigns.add_recipients(
+            campaign.id, csv="phone_number,first_name\n+15550001000,Ann\nnope,Bob\n"
+        )
+        assert (added.added, added.duplicates) == (1, 0)
+        assert added.rejected[0]["row"] == 2
+        again = api.campaigns.add_recipients(campaign.id, [{"phone_number": "+15550001000"}])
+        assert again.duplicates == 1
+        page = api.campaigns.recipients(campaign.id, status="queued")
+        assert [r.params for r in page] == [{"first_name": "Ann"}]
+        assert api.campaigns.update(campaign.id, name="Renewals 2").name == "Renewals 2"
+        assert [c.id for c in api.campaigns.iter()] == [campaign.id]
+        assert api.campaigns.get(campaign.id).counts.queued == 1
+        assert "+15550001000" in api.campaigns.export(campaign.id)
+        assert api.campaigns.cancel(campaign.id).status == "cancelled"
+        with pytest.raises(APIError) as refused:
+            api.campaigns.start(campaign.id)
+        assert refused.value.status_code == 409
+
+        listed = api.suppressions.create("+1 415 555 0100", reason="asked by email")
+        assert listed.phone_number == "+14155550100"
+        assert [s.reason for s in api.suppressions.list(phone_number="+14155550100")] == [
+            "asked by email"
+        ]
+        with pytest.raises(APIError) as blocked:
+            api.calls.create("+14155550100")
+        assert blocked.value.status_code == 422
+        assert api.suppressions.delete("+14155550100").success is True
 
 
 def test_custom_data(server) -> None:
