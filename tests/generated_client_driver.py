@@ -158,6 +158,8 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("list_test_runs", {"uuid": "$agent_id", "page": 1, "page_size": 10}),
     ("get_test_run", {"uuid": "$agent_id", "run_id": "$test_run_id"}),
     ("delete_agent_test", {"uuid": "$agent_id", "name": "generated"}),
+    ("create_replay", {"uuid": RILEY, "body": {"last": 1}}),
+    ("get_replay", {"uuid": RILEY, "replay_id": "$replay_id"}),
     ("delete_branch", {"uuid": "$agent_id", "name": "generated"}),
     ("create_number", {"body": {"number": "+14155550177", "agent_id": "$agent_id"}}),
     ("list_numbers", {}),
@@ -209,6 +211,8 @@ def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
         saved["campaign_id"] = body["campaign"]["id"]
     elif operation == "create_commit":
         saved["commit_id"] = body["commit"]["id"]
+    elif operation == "create_replay":
+        saved["replay_id"] = body["replay"]["id"]
     elif operation == "create_test_run":
         saved["test_run_id"] = body["test_run"]["id"]
     elif operation == "create_number":

@@ -10,6 +10,8 @@ from starlette.responses import Response
 
 from callplane.agent_tests import service
 from callplane.agent_tests.spec import (
+    ReplayCreate,
+    ReplayEnvelope,
     RunCreate,
     TestCreate,
     TestEnvelope,
@@ -141,3 +143,33 @@ async def get_test_run(
     latencies (audio mode)."""
     run = await service.get_run(session, tenant.organization_id, uuid, run_id, "tests")
     return json_response({"test_run": service.run_wire(run)})
+
+
+@router.post(
+    "/agents/{uuid}/replays",
+    response_model=ReplayEnvelope,
+    status_code=201,
+    summary="Replay real calls against a branch or commit",
+)
+async def create_replay(
+    uuid: uuid.UUID, body: ReplayCreate, session: SessionDep, tenant: CurrentTenant
+) -> Response:
+    """The caller's lines of `call_ids` (calls of this agent) or of its `last` completed calls,
+    said again to `ref` in the background; a tool asked again with the same arguments gets the
+    original answer. 404 for a call that is not this agent's."""
+    run = await service.start_replay(
+        session, tenant.organization_id, uuid, ref=body.ref, call_ids=body.call_ids, last=body.last
+    )
+    return json_response({"replay": service.replay_wire(run)}, 201)
+
+
+@router.get(
+    "/agents/{uuid}/replays/{replay_id}", response_model=ReplayEnvelope, summary="Get a replay"
+)
+async def get_replay(
+    uuid: uuid.UUID, replay_id: uuid.UUID, session: SessionDep, tenant: CurrentTenant
+) -> Response:
+    """Per call: its tool calls and whether the agent ended it, before and after, with the new
+    transcript and summary. `status` is `done` once every call was replayed."""
+    run = await service.get_run(session, tenant.organization_id, uuid, replay_id, "replay")
+    return json_response({"replay": service.replay_wire(run)})
