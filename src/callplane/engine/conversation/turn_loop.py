@@ -16,9 +16,11 @@ stops, the reply is cancelled, and what the caller heard of it is what the trans
 The agent (``AgentSpec``, agent.py) decides the rest: its prompt, opening, model; the call
 ends when the brain asks ``end_call`` or a line holds an end-call phrase (once the line has
 been heard), at the maximum length, after a silence (with a closing line), or at a voicemail
-(hung up at once, or once a message left after the greeting). A brain that fails or times out
-gets a short apology and a hang-up — the call ends ``completed``, never hung — and an event
-saying why (one busy or unreachable brain is asked again first, in ``generation.py``).
+(hung up at once, or once a message left after the greeting's beep or the quiet after it). A
+brain that fails or times out gets a short apology and a hang-up — the call ends ``completed``,
+never hung — and an event saying why (one busy or unreachable brain is asked again first, in
+``generation.py``). The agent's disclosure, if it has one, is said before anything else and no
+barge-in cuts it off (docs/answering-machines.md).
 """
 
 from __future__ import annotations
