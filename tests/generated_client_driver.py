@@ -175,7 +175,27 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("create_number", {"body": {"number": "+14155550177", "agent_id": "$agent_id"}}),
     ("list_numbers", {}),
     ("delete_number", {"uuid": "$number_id"}),
+    ("create_campaign", {"body": {"name": "Generated", "agent_id": "$agent_id"}}),
+    ("list_campaigns", {"page": 1, "page_size": 10}),
+    ("get_campaign", {"uuid": "$campaign_id"}),
+    ("update_campaign", {"uuid": "$campaign_id", "body": {"name": "Generated 2"}}),
+    (
+        "add_recipients",
+        {"uuid": "$campaign_id", "body": {"recipients": [{"phone_number": "+15550000000"}]}},
+    ),
+    ("list_recipients", {"uuid": "$campaign_id", "page": 1, "page_size": 10}),
+    ("start_campaign", {"uuid": "$campaign_id"}),
+    ("pause_campaign", {"uuid": "$campaign_id"}),
+    ("resume_campaign", {"uuid": "$campaign_id"}),
+    ("cancel_campaign", {"uuid": "$campaign_id"}),
+    ("export_campaign", {"uuid": "$campaign_id"}),
+    ("create_suppression", {"body": {"phone_number": "+15550000009", "reason": "asked"}}),
+    ("list_suppressions", {"page": 1, "page_size": 10}),
+    ("delete_suppression", {"phone_number": "+15550000009"}),
     ("archive_agent", {"uuid": "$agent_id"}),
+    ("create_api_key", {"body": {"name": "generated", "scopes": ["calls:read"]}}),
+    ("list_api_keys", {"page": 1, "page_size": 10}),
+    ("delete_api_key", {"id": "$api_key_id"}),
 ]
 # Operations whose answer depends on the engine having worked: asked again until it has.
 AWAITED = {"list_deliveries": lambda body: bool(body["deliveries"])}
@@ -198,6 +218,8 @@ def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
     elif operation == "create_agent":
         saved["agent_id"] = body["agent"]["id"]
         saved["first_id"] = body["agent"]["branches"][0]["head"]
+    elif operation == "create_campaign":
+        saved["campaign_id"] = body["campaign"]["id"]
     elif operation == "create_commit":
         saved["commit_id"] = body["commit"]["id"]
     elif operation == "create_replay":
@@ -206,6 +228,8 @@ def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
         saved["test_run_id"] = body["test_run"]["id"]
     elif operation == "create_number":
         saved["number_id"] = body["id"]
+    elif operation == "create_api_key":
+        saved["api_key_id"] = body["api_key"]["id"]
     elif operation == "create_records":
         saved["record_id"] = body["records"][0]["id"]
     elif operation == "get_external_call":

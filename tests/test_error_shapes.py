@@ -41,6 +41,7 @@ PATH_VALUES = {
     "name": "main",
     "token": "c2NyZWVuLXBvcC10b2tlbg",
     "document_id": "5f0c4a9e-1b2d-4c3e-8f4a-0b1c2d3e4f53",
+    "phone_number": "+14155550123",
 }
 
 

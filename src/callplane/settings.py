@@ -76,6 +76,8 @@ class Settings(BaseSettings):
     worker_poll_seconds: float = Field(default=0.5, gt=0)
     #: On SIGTERM, how long calls in progress may go on before they are hung up.
     worker_grace_seconds: float = Field(default=30.0, ge=0)
+    #: Slots of each worker that campaigns never use, kept for inbound calls.
+    inbound_reserve: int = Field(default=0, ge=0)
 
     # Webhooks (DESIGN §11).
     webhook_timeout_seconds: float = Field(default=15.0, gt=0)

@@ -27,8 +27,9 @@ from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 from callplane.kit.pagination import total_pages
+from callplane.kit.scopes import AGENTS
 
-router = family_router(STATUS, tags=["agents"])
+router = family_router(STATUS, scopes=AGENTS, tags=["agents"])
 
 Name = Annotated[str, Path(min_length=1, max_length=100)]
 CONFLICT: dict[int | str, dict[str, Any]] = {409: {"description": "A test of that name exists"}}

@@ -26,7 +26,7 @@ from pydantic import (
 
 from callplane.agents.schemas import Ref
 from callplane.errors import InvalidInput
-from callplane.http.messages import describe, plain_message
+from callplane.kit.messages import describe, plain_message
 from callplane.kit.schemas import SafeStr
 
 TestName = Annotated[

@@ -21,15 +21,13 @@ from pydantic import (
 )
 
 from callplane.errors import InvalidInput
-from callplane.kit.schemas import Analyzer, SafeStr
+from callplane.kit.schemas import LANGUAGE_TAG, UUID_TEXT, Analyzer, SafeStr
 from callplane.tools.config import Strict as _Strict
 from callplane.tools.config import ToolConfig
 from callplane.tools.registry import TOOL_TYPES as REGISTRY
 from callplane.tools.registry import config_union
 
 VARIABLE_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
-#: BCP 47, loosely: a language subtag and up to a few more (``en``, ``pt-BR``, ``zh-Hant-TW``).
-LANGUAGE_TAG = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8}){0,4}$"
 
 #: A tool: one of the registry's kinds, by ``type`` (each declares its model in its module).
 log = logging.getLogger("callplane.agents")
@@ -51,6 +49,13 @@ class Voicemail(_Strict):
         if self.action == "leave_message" and not self.message:
             raise ValueError("leave_message needs a message")
         return self
+
+
+class Knowledge(_Strict):
+    """``knowledge``: the knowledge base ``auto`` looks each caller turn up in."""
+
+    knowledge_base_id: Annotated[str, StringConstraints(pattern=UUID_TEXT)]
+    auto: bool = False
 
 
 def _unique_tool_names(tools: list[Any]) -> list[Any]:
@@ -99,6 +104,7 @@ class AgentConfig(_Strict):
     ] = []
     summary_prompt: Annotated[SafeStr, StringConstraints(max_length=10_000)] | None = None
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
+    knowledge: Knowledge | None = None
 
 
 def _path(loc: tuple[str | int, ...]) -> str:

@@ -24,6 +24,7 @@ from callplane.brain.history import ChatHistory, Said, ToolAnswered, ToolCalled
 from callplane.contacts.identifiers import normalize_identifier
 from callplane.errors import InvalidInput, Unavailable
 from callplane.runtime import Runtime
+from callplane.tools import knowledge
 from callplane.tools.toolbox import Toolbox
 
 #: Brain rounds in one turn: a tool result may lead to one more line, not to a loop.
@@ -117,6 +118,7 @@ async def take_turn(
         "agent_id": str(agent_uuid),
         "agent_commit_id": commit_id,
     }
+    await _consult(runtime, organization_id, config, body, history)
     try:
         async with tool_runner(
             runtime,
@@ -132,6 +134,27 @@ async def take_turn(
     finally:
         await brain.aclose()
     return {"commit_id": commit_id, "entries": history.transcript[before:], "ended": ended}
+
+
+async def _consult(
+    runtime: Runtime,
+    organization_id: int,
+    config: dict[str, Any],
+    body: ConversationRequest,
+    history: ChatHistory,
+) -> None:
+    """``knowledge.auto``, as on a call: the caller's last words looked up before the brain is
+    asked, what was found added as a ``knowledge_search`` call and its answer."""
+    settings = config.get("knowledge")
+    if not knowledge.auto_enabled(settings) or not body.messages:
+        return
+    if body.messages[-1].role != "user" or settings is None:
+        return
+    consulted = await knowledge.consult(runtime, organization_id, settings, body.messages[-1].text)
+    if consulted is not None:
+        call_id = history.call_id()
+        history.add(ToolCalled(call_id, knowledge.TYPE, {"query": consulted.query}))
+        history.add(ToolAnswered(call_id, knowledge.TYPE, consulted.text))
 
 
 async def rounds(

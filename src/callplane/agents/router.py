@@ -33,8 +33,9 @@ from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 from callplane.kit.pagination import total_pages
+from callplane.kit.scopes import AGENTS
 
-router = family_router(STATUS, tags=["agents"])
+router = family_router(STATUS, scopes=AGENTS, tags=["agents"])
 
 Page = Annotated[int, Query(ge=1, le=1_000_000)]
 PageSize = Annotated[int, Query(ge=1, le=100)]
@@ -284,6 +285,7 @@ async def delete_branch(
     "/agents/{uuid}/conversations",
     response_model=ConversationTurn,
     summary="A text-only turn against a branch or commit",
+    responses={503: {"description": "No language model is configured, or it failed to answer"}},
 )
 async def converse(
     uuid: uuid.UUID,

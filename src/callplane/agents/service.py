@@ -29,6 +29,7 @@ from callplane.kit.pagination import offset
 from callplane.kit.tenancy import Tenant, same_organization, select_owned, update_owned
 from callplane.models.agents import Agent, AgentBranch, AgentCommit
 from callplane.models.base import utcnow
+from callplane.models.knowledge import KnowledgeBase
 from callplane.models.phone_numbers import PhoneNumber
 from callplane.models.voices import Voice
 from callplane.webhooks.signing import new_secret
@@ -122,6 +123,24 @@ async def check_config_references(
         )
         if found is None:
             raise InvalidInput(f"{field}/voice_id: no such voice", loc=("body",))
+    knowledge = [
+        ("knowledge/knowledge_base_id", (config.get("knowledge") or {}).get("knowledge_base_id"))
+    ]
+    knowledge += [
+        (f"tools/{n}/knowledge_base_id", tool.get("knowledge_base_id"))
+        for n, tool in enumerate(config.get("tools", []))
+        if tool.get("type") == "knowledge_search"
+    ]
+    for path, base in knowledge:
+        if base is None:
+            continue
+        found = await session.scalar(
+            select_owned(KnowledgeBase, organization_id, KnowledgeBase.id).where(
+                KnowledgeBase.uuid == uuid.UUID(base)
+            )
+        )
+        if found is None:
+            raise InvalidInput(f"{field}/{path}: no such knowledge base", loc=("body",))
 
 
 async def create_agent(

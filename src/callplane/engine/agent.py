@@ -73,6 +73,9 @@ class AgentSpec:
     commit_id: str | None = None
     #: The commit's tools (DESIGN §15 Tool objects, by ``type``); ``end_call`` is always added.
     tools: tuple[Mapping[str, Any], ...] = ()
+    #: ``knowledge`` (``{"knowledge_base_id", "auto"}``): with ``auto``, each caller turn is
+    #: looked up there before the brain is asked.
+    knowledge: Mapping[str, Any] | None = None
     #: ``{{names}}`` found nowhere, sorted (DESIGN §15: the ``agent.started`` event lists them).
     missing_variables: tuple[str, ...] = ()
 
@@ -152,6 +155,7 @@ def resolve_agent_spec(
         commit_id=commit_id,
         tools=tuple(_stored(tool) for tool in commit.tools),
         missing_variables=tuple(sorted(missing)),
+        knowledge=_stored(commit.knowledge) if commit.knowledge is not None else None,
     )
 
 

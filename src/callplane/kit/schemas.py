@@ -15,6 +15,10 @@ from callplane.kit.e164 import phone_number
 #: Bound on each free-form object a client sends (params, external_identifiers, cart, ...).
 MAX_OBJECT_BYTES = 64 * 1024
 MAX_KEY_CHARS = 255
+#: BCP 47, loosely: a language subtag and up to a few more (``en``, ``pt-BR``, ``zh-Hant-TW``).
+LANGUAGE_TAG = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8}){0,4}$"
+#: A uuid as JSON text (with or without hyphens), for configs that store one as written.
+UUID_TEXT = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
 
 
 def _check_text(value: str) -> str:

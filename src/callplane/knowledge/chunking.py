@@ -24,8 +24,9 @@ MAX_TITLE = 500
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n\s*\n")
 _SPACE = re.compile(r"\s+")
 _MARKDOWN_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
-# Characters a database's text column refuses (NUL) or a reader never wants (other controls).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Characters a database's text column refuses (NUL, lone surrogates a PDF may hold) or a
+# reader never wants (other controls).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from callplane.agents.config import LANGUAGE_TAG
-from callplane.calls.schemas import SafeStr
+from callplane.kit.schemas import LANGUAGE_TAG, SafeStr
 
 #: The most results one search returns.
 MAX_TOP_K = 20

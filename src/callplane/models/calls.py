@@ -73,6 +73,14 @@ class Call(Base):
             sqlite_where=text("screen_pop_token IS NOT NULL"),
             postgresql_where=text("screen_pop_token IS NOT NULL"),
         ),
+        # A campaign's attempts. Partial: other calls carry no campaign.
+        Index(
+            "ix_calls_organization_id_campaign_id",
+            "organization_id",
+            "campaign_id",
+            sqlite_where=text("campaign_id IS NOT NULL"),
+            postgresql_where=text("campaign_id IS NOT NULL"),
+        ),
     )
 
     organization_id: Mapped[int] = mapped_column(
@@ -102,6 +110,8 @@ class Call(Base):
     agent_branch: Mapped[str | None] = mapped_column(String(64), default=None)
     agent_commit_id: Mapped[str | None] = mapped_column(String(64), default=None)
     agent_branch_name: Mapped[str | None] = mapped_column(String(255), default=None)
+    #: The campaign this call is an attempt of (``docs/campaigns.md``); null on other calls.
+    campaign_id: Mapped[uuid.UUID | None] = mapped_column(default=None)
     external_identifiers: Mapped[dict[str, Any]] = mapped_column(default=dict)
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
     cart: Mapped[dict[str, Any] | None] = mapped_column(default=None)

@@ -13,6 +13,7 @@ from callplane.tools.contact_data import ContactData
 from callplane.tools.dtmf import SendDtmf
 from callplane.tools.end_call import EndCall
 from callplane.tools.function import FunctionTool
+from callplane.tools.knowledge import KnowledgeSearch
 from callplane.tools.tables import InsertRecord, QueryTable
 from callplane.tools.transfer import TransferCall
 
@@ -26,6 +27,7 @@ TOOL_TYPES: dict[str, type[Tool]] = {
         QueryTable,
         InsertRecord,
         FunctionTool,
+        KnowledgeSearch,
     )
 }
 

@@ -1,7 +1,7 @@
 """agents: tests, test runs and replays, the merge gate's switch, traffic splits
 
 Revision ID: 0019
-Revises: 0020
+Revises: 0018
 """
 
 from collections.abc import Sequence
@@ -12,7 +12,7 @@ from alembic import op
 from callplane.models.base import JSONType
 
 revision: str = "0019"
-down_revision: str | None = "0020"
+down_revision: str | None = "0018"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
