@@ -3,10 +3,15 @@ the agent and the other party's number; the same caller always meets the same br
 
 from __future__ import annotations
 
+import asyncio
+import time
+import uuid
 from collections import Counter
 
+from callplane.agents.traffic import pick_branch
 from callplane.telephony.base import InboundOffer
 from tests.agents_support import commit, create_agent
+from tests.campaigns_support import create_campaign, open_schedule
 from tests.conftest import client_for
 from tests.engine_support import engine_app, wait_for_call
 from tests.factories import load, make_org
@@ -116,3 +121,41 @@ async def test_inbound_calls_to_a_number_without_a_branch_follow_the_split(make_
                 assert newest["agent_commit_id"] == canary_head
             await wait_for_call(client, org, newest["id"])
     assert set(met.values()) == {"main", "canary"}
+
+
+async def test_a_campaign_on_main_follows_the_split(make_app):
+    app = await engine_app(make_app)
+    org = await make_org(app)
+    async with client_for(app) as client:
+        agent, canary_head = await _with_canary(client, org)
+        await client.put(f"/v1/agents/{agent['id']}/traffic", headers=org.headers, json=SPLIT)
+        campaign = await create_campaign(
+            client,
+            org,
+            agent=agent["id"],
+            schedule=open_schedule(),
+            pacing={"max_concurrent": 5, "calls_per_minute": 6000},
+        )
+        numbers = [f"+1555000{n:04d}" for n in range(1200, 1212)]
+        await client.post(
+            f"/v1/campaigns/{campaign['id']}/recipients",
+            json={"recipients": [{"phone_number": n} for n in numbers]},
+            headers=org.headers,
+        )
+        await client.post(f"/v1/campaigns/{campaign['id']}/start", headers=org.headers)
+        deadline = time.monotonic() + 60
+        while True:
+            calls = (await client.get("/v1/calls?page_size=100", headers=org.headers)).json()[
+                "calls"
+            ]
+            if len(calls) >= len(numbers):
+                break
+            assert time.monotonic() < deadline, calls
+            await asyncio.sleep(0.1)
+    branches = {c["to_number"]: c["agent_branch_name"] for c in calls}
+    splits = SPLIT["splits"]
+    assert branches == {n: pick_branch(splits, uuid.UUID(agent["id"]), n) for n in numbers}
+    assert set(branches.values()) == {"main", "canary"}
+    assert all(
+        c["agent_commit_id"] == canary_head for c in calls if c["agent_branch_name"] == "canary"
+    )
