@@ -87,6 +87,19 @@ METHODS = {
     "move_branch": "branches.move",
     "merge_branch": "branches.merge",
     "delete_branch": "branches.delete",
+    "create_agent_test": "tests.create",
+    "list_agent_tests": "tests.list",
+    "get_agent_test": "tests.get",
+    "update_agent_test": "tests.update",
+    "delete_agent_test": "tests.delete",
+    "create_test_run": "test_runs.create",
+    "list_test_runs": "test_runs.list",
+    "get_test_run": "test_runs.get",
+    "create_replay": "replays.create",
+    "get_replay": "replays.get",
+    "put_traffic": "traffic.set",
+    "get_traffic": "traffic.get",
+    "delete_traffic": "traffic.delete",
     "create_web_call_token": "web_calls.create_token",
     "create_web_call": "web_calls.create",
 }
@@ -106,6 +119,10 @@ async def test_every_route_has_a_client_method(client) -> None:
             "records": api.data.records("t"),
             "commits": api.agents.commits("a"),
             "branches": api.agents.branches("a"),
+            "tests": api.agents.tests("a"),
+            "test_runs": api.agents.test_runs("a"),
+            "replays": api.agents.replays("a"),
+            "traffic": api.agents.traffic("a"),
         }
         resource = nested[holder] if holder in nested else getattr(api, holder)
         assert callable(getattr(resource, name)), dotted
