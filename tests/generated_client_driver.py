@@ -152,6 +152,18 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("list_numbers", {}),
     ("delete_number", {"uuid": "$number_id"}),
     ("archive_agent", {"uuid": "$agent_id"}),
+    ("create_knowledge_base", {"body": {"name": "Generated", "language": "en"}}),
+    ("list_knowledge_bases", {}),
+    ("get_knowledge_base", {"uuid": "$knowledge_base_id"}),
+    (
+        "add_document",
+        {"uuid": "$knowledge_base_id", "body": {"title": "Returns", "text": "Worn shoes mend."}},
+    ),
+    ("list_documents", {"uuid": "$knowledge_base_id"}),
+    ("get_document", {"uuid": "$knowledge_base_id", "document_id": "$document_id"}),
+    ("search_knowledge_base", {"uuid": "$knowledge_base_id", "body": {"query": "shoes"}}),
+    ("delete_document", {"uuid": "$knowledge_base_id", "document_id": "$document_id"}),
+    ("delete_knowledge_base", {"uuid": "$knowledge_base_id"}),
 ]
 # Operations whose answer depends on the engine having worked: asked again until it has.
 AWAITED = {"list_deliveries": lambda body: bool(body["deliveries"])}
@@ -176,6 +188,10 @@ def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
         saved["first_id"] = body["agent"]["branches"][0]["head"]
     elif operation == "create_commit":
         saved["commit_id"] = body["commit"]["id"]
+    elif operation == "create_knowledge_base":
+        saved["knowledge_base_id"] = body["knowledge_base"]["id"]
+    elif operation == "add_document":
+        saved["document_id"] = body["document"]["id"]
     elif operation == "create_number":
         saved["number_id"] = body["id"]
     elif operation == "create_records":
