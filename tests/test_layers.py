@@ -185,12 +185,15 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("speech", "deployment", "fixtures"),
     ("media", "migrate"),
     ("runtime",),
+    ("audit",),
     ("http", "observability", "jobs"),
     ("call_tags", "contacts", "custom_data", "recordings", "voices", "webhooks", "server"),
     ("knowledge",),
+    ("knowledge",),
     ("external_calls", "tools", "migrations"),
     ("agents",),
-    ("calls", "phone_numbers", "orgs"),
+    ("campaigns", "agent_tests"),
+    ("calls", "phone_numbers", "orgs", "suppressions", "audit_log"),
     ("feedback", "web_calls", "users"),
     ("api", "dashboard", "engine", "loader"),
     ("app", "demo"),
@@ -211,6 +214,9 @@ UPWARD = {
     ("callplane.telephony.sip", "callplane.observability.metrics"),
     # The per-process custom-data catalog is Runtime's own cache (see RUNTIME_MAY_IMPORT).
     ("callplane.runtime", "callplane.custom_data.catalog"),
+    # A merge asks the agent's tests whether it may go ahead (the merge gate): the one arrow from
+    # agents into the tests that are built on agents.
+    ("callplane.agents.branches", "callplane.agent_tests.gate"),
     # An API key is resolved to its organization by the organizations' service.
     ("callplane.http.auth", "callplane.orgs.service"),
 }

@@ -8,11 +8,12 @@ from typing import Any
 
 import orjson
 import pytest
+from prometheus_client import REGISTRY
 
 from callplane.brain import TextDelta, ToolCall
-from callplane.engine import turn_loop
 from callplane.engine.agent import AgentSpec
-from callplane.engine.turn_loop import AGENT_HANGUP, REMOTE_HANGUP
+from callplane.engine.conversation import generation
+from callplane.engine.conversation.turn_loop import AGENT_HANGUP, REMOTE_HANGUP
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult
 from callplane.tools.registry import TOOL_TYPES
 from callplane.tools.toolbox import RESULT_CHARS, Toolbox
@@ -234,7 +235,7 @@ async def test_several_tool_calls_in_one_reply_run_at_once() -> None:
 
 
 async def test_a_slow_tool_has_its_line_said_while_it_runs(monkeypatch: Any) -> None:
-    monkeypatch.setattr(turn_loop, "SPEAK_WHILE_RUNNING_AFTER", 0.01)
+    monkeypatch.setattr(generation, "SPEAK_WHILE_RUNNING_AFTER", 0.01)
     lookup = Lookup({"type": "lookup", "speak_while_running": "One moment please."})
     lookup.gate = asyncio.Event()
     brain = FakeBrain([[ToolCall("lookup", {"order": "9"})], "It shipped."])
@@ -365,3 +366,23 @@ async def test_one_tool_called_twice_gets_each_answer_to_its_own_call() -> None:
         if m["role"] == "tool"
     }
     assert len(asked) == 2 and told == asked
+
+
+def _tool_sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_each_tool_use_is_counted_in_the_metrics_by_type_and_outcome() -> None:
+    ok = _tool_sample("callplane_tool_calls_total", tool_type="lookup", outcome="ok")
+    error = _tool_sample("callplane_tool_calls_total", tool_type="lookup", outcome="error")
+    timed = _tool_sample("callplane_tool_duration_seconds_count", tool_type="lookup")
+    for behaviour in ("ok", "refuse", "ok"):
+        brain = FakeBrain([[ToolCall("lookup", {"order": "7"})], "Done."])
+        call = conversation(brain, Lookup({"type": "lookup"}, behaviour))
+        call.says("Order 7")
+        await finish(call, 2)
+    assert _tool_sample("callplane_tool_calls_total", tool_type="lookup", outcome="ok") == ok + 2
+    assert (
+        _tool_sample("callplane_tool_calls_total", tool_type="lookup", outcome="error") == error + 1
+    )
+    assert _tool_sample("callplane_tool_duration_seconds_count", tool_type="lookup") == timed + 3

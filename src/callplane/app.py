@@ -104,6 +104,12 @@ def _add_operational_routes(app: FastAPI, runtime: Runtime) -> None:
     async def to_dashboard() -> Response:
         return RedirectResponse("/dashboard/", 307)
 
+    # Where a person guesses the API's docs are (a trailing slash is the same path).
+    @app.get("/v1", include_in_schema=False)
+    @app.get("/docs", include_in_schema=False)
+    async def to_docs() -> Response:
+        return RedirectResponse("/v1/docs", 307)
+
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> Response:
         return json_response({"status": "ok"})

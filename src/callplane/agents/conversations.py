@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -37,6 +37,43 @@ def brain_tools(config: dict[str, Any]) -> list[dict[str, Any]]:
     return Toolbox.from_configs(config.get("tools", [])).definitions()
 
 
+@dataclass(frozen=True)
+class Scene:
+    """What a text conversation of a commit starts from: the rendered prompt, disclosure and
+    opening line (None when the agent waits for the caller), and the contact standing as the
+    other party."""
+
+    prompt: str | None
+    disclosure: str | None
+    opening: str | None
+    identifier: str | None
+
+
+async def prepare(
+    session: AsyncSession,
+    organization_id: int,
+    config: dict[str, Any],
+    params: dict[str, Any],
+    contact: str | None,
+) -> Scene:
+    """InvalidInput naming ``contact`` when it is not an identifier."""
+    identifier = None
+    known: dict[str, Any] = {}
+    if contact:
+        try:
+            identifier = normalize_identifier(contact)
+        except InvalidInput:
+            raise InvalidInput("contact: not a valid contact identifier", loc=("body",)) from None
+        known = await contact_data(session, organization_id, identifier)
+    sources = VariableSources(params=params, contact=known, defaults=config.get("variables", {}))
+
+    def rendered(key: str) -> str | None:
+        return render(config[key], sources)[0] if config.get(key) else None
+
+    opening = rendered("first_message") if config.get("agent_speaks_first", True) else None
+    return Scene(rendered("prompt"), rendered("disclosure"), opening, identifier)
+
+
 async def take_turn(
     session: AsyncSession,
     runtime: Runtime,
@@ -49,31 +86,19 @@ async def take_turn(
     if commit is None:
         raise InvalidInput("ref: no such branch or commit of this agent", loc=("body",))
     config, commit_id, secret = commit.config, str(commit.id), agent.tools_secret
-    contact: dict[str, Any] = {}
-    identifier = None
-    if body.contact:
-        try:
-            identifier = normalize_identifier(body.contact)
-        except InvalidInput:
-            raise InvalidInput("contact: not a valid contact identifier", loc=("body",)) from None
-        contact = await contact_data(session, organization_id, identifier)
-    sources = VariableSources(
-        params=body.params, contact=contact, defaults=config.get("variables", {})
-    )
+    scene = await prepare(session, organization_id, config, body.params, body.contact)
     history = ChatHistory()
     for message in body.messages:
         history.add(Said(message.role, message.text))
     #: The request's own lines: what the agent says comes after them.
     before = len(history.items)
-    if not before and config.get("disclosure"):
+    if not before and scene.disclosure:
         # Said before anything else, as on every call.
-        line, _ = render(config["disclosure"], sources)
-        history.add(Said("assistant", line))
-    if not before and config.get("agent_speaks_first", True) and config.get("first_message"):
-        line, _ = render(config["first_message"], sources)
-        history.add(Said("assistant", line))
+        history.add(Said("assistant", scene.disclosure))
+    if not before and scene.opening:
+        history.add(Said("assistant", scene.opening))
         return {"commit_id": commit_id, "entries": history.transcript, "ended": False}
-    prompt, _ = render(config["prompt"], sources) if config.get("prompt") else (None, [])
+    prompt, identifier = scene.prompt, scene.identifier
     # The turn has read all it needs. A POST's session holds SQLite's write lock, which the
     # tools' own writes (a record, contact data) would wait on, and which no one should hold
     # while a language model thinks: let it go.
@@ -103,7 +128,7 @@ async def take_turn(
             tools_secret=secret,
             call=call,
         ) as tools:
-            ended = await _rounds(brain, tools, prompt, history, config)
+            ended = await rounds(brain, tools, prompt, history, config)
     except BrainError as exc:
         raise Unavailable(f"The language model failed: {exc}") from None
     finally:
@@ -132,7 +157,7 @@ async def _consult(
         history.add(ToolAnswered(call_id, knowledge.TYPE, consulted.text))
 
 
-async def _rounds(
+async def rounds(
     brain: Brain,
     tools: ToolRunner,
     prompt: str | None,

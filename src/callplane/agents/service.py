@@ -207,11 +207,19 @@ async def add_first_commit(
     return commit
 
 
-async def rename_agent(
-    session: AsyncSession, organization_id: int, agent_uuid: uuid.UUID, name: str
+async def update_agent(
+    session: AsyncSession,
+    organization_id: int,
+    agent_uuid: uuid.UUID,
+    *,
+    name: str | None,
+    merge_requires_passing_tests: bool | None,
 ) -> Agent:
     agent = await get_agent(session, organization_id, agent_uuid)
-    agent.name = name
+    if name is not None:
+        agent.name = name
+    if merge_requires_passing_tests is not None:
+        agent.merge_requires_passing_tests = merge_requires_passing_tests
     agent.updated_at = utcnow()
     await session.flush()
     return agent

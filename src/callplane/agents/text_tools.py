@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
@@ -81,9 +81,15 @@ class ToolRunner(Protocol):
     async def answer(self, call: ToolCall) -> Answer: ...
 
 
+@dataclass(frozen=True)
 class Mocked:
+    """Every tool answers its mock (an agent test's ``mocks``), else ``{"mocked": true}``."""
+
+    mocks: Mapping[str, Any] = field(default_factory=dict)
+
     async def answer(self, call: ToolCall) -> Answer:
-        return Answer(MOCKED, call.name == "end_call")
+        text = orjson.dumps(self.mocks[call.name]).decode() if call.name in self.mocks else MOCKED
+        return Answer(text, call.name == "end_call")
 
 
 @dataclass

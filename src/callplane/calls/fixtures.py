@@ -104,6 +104,7 @@ _CALL_COLUMNS = (
     "agent_branch",
     "agent_commit_id",
     "agent_branch_name",
+    "campaign_id",
     "external_identifiers",
     "params",
     "cart",
@@ -320,6 +321,7 @@ def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
                 item.agent_branch,
                 item.agent_commit_id,
                 item.agent_branch_name,
+                None,  # a fixture's call is no campaign's attempt
                 json(item.external_identifiers),
                 json(item.params),
                 json(item.cart),

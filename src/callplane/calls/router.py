@@ -25,9 +25,10 @@ from callplane.http.responses import dumps, json_response
 from callplane.http.routing import family_router
 from callplane.kit.pagination import total_pages
 from callplane.kit.schemas import UtcTimestamp
+from callplane.kit.scopes import CALLS
 from callplane.models.calls import CallStatus
 
-router = family_router(STATUS, tags=["calls"])
+router = family_router(STATUS, scopes=CALLS, tags=["calls"])
 
 
 @router.post(

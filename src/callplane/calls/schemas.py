@@ -89,12 +89,16 @@ class Call(BaseModel):
     first_message: str | None = Field(
         description="Extension: what the agent says first when the call is answered"
     )
+    campaign_id: UUID | None = Field(
+        default=None, description="Extension: the campaign this call is an attempt of"
+    )
 
 
 class CallCreate(BaseModel):
-    """Body of ``POST /calls`` (DESIGN §6). Unknown fields are ignored."""
+    """Body of ``POST /calls``. An unknown field is a 422 naming it, as for agent commits: a
+    misspelt ``first_mesage`` would otherwise place a call without its greeting."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     to_number: PhoneNumber
     from_number: PhoneNumber | None = None
@@ -117,6 +121,11 @@ class CallCreate(BaseModel):
     ] = []
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
     tags: Annotated[list[UUID], Field(max_length=100)] = []
+    ignore_suppression: bool = Field(
+        default=False,
+        strict=True,
+        description="Call a number on the do-not-call list (a call the person asked for)",
+    )
 
 
 class CallCreated(BaseModel):

@@ -35,7 +35,11 @@ WORDS_WAIT_SECONDS = 0.5
 
 
 async def detect_answered_by(
-    connection: Connection, transcriber: Transcriber | None = None, hints: Sequence[str] = ()
+    connection: Connection,
+    transcriber: Transcriber | None = None,
+    hints: Sequence[str] = (),
+    *,
+    words_deadline_seconds: float = WORDS_DEADLINE_SECONDS,
 ) -> tuple[AnsweredBy, Connection]:
     """Who answered, and the connection to hold the conversation on.
 
@@ -60,25 +64,22 @@ async def detect_answered_by(
                 heard.append(frame)
                 if not isinstance(frame, AudioFrame):
                     continue
-                speaking = detector.pause_seconds == 0.0
                 if detector.feed(frame.pcm) is not None:
                     break
                 if guess is not None and guess.done() and not guess.cancelled():
                     detector.heard(guess.result())
                     if detector.verdict is not None:
                         break
-                if transcriber is None:
-                    continue
-                if guess is not None and detector.pause_seconds == 0.0 and not speaking:
+                if guess is not None and detector.pause_seconds < GUESS_PAUSE_SECONDS:
                     guess.cancel()  # they spoke again: the guess heard only part of it
                     guess = None
-                if guess is None and detector.pause_seconds >= GUESS_PAUSE_SECONDS:
+                if transcriber and guess is None and detector.pause_seconds >= GUESS_PAUSE_SECONDS:
                     guess = asyncio.create_task(
                         _recognise(connection, transcriber, detector.utterance, hints)
                     )
         if detector.reason == "pause" and guess is not None:
             since = time.monotonic() - answered
-            left = max(WORDS_DEADLINE_SECONDS - since, WORDS_WAIT_SECONDS)
+            left = max(words_deadline_seconds - since, WORDS_WAIT_SECONDS)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(0.0, left)):
                     detector.overrule(await asyncio.shield(guess))

@@ -17,7 +17,7 @@ from callplane.calls.answered import add_answered_call
 from callplane.engine import lifecycle
 from callplane.engine.answering import detect_answered_by
 from callplane.engine.claim import claim_calls
-from callplane.engine.conversation import CallContext, after_call, hold_conversation
+from callplane.engine.conversation.session import CallContext, after_call, hold_conversation
 from callplane.engine.lifecycle import CallRef
 from callplane.engine.switchboard import Switchboard
 from callplane.jobs import TaskContext, WorkerTask

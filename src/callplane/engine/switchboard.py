@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callplane.engine.batching import GroupCommit
-from callplane.engine.conversation import ConversationServices
+from callplane.engine.conversation.session import ConversationServices
 from callplane.engine.lifecycle import CallRef
 from callplane.jobs import TaskContext
 from callplane.kit import wakeups

@@ -20,6 +20,7 @@ from callplane.http.responses import json_response
 from callplane.http.routing import family_router, streamed_body
 from callplane.kit import jsonvalues
 from callplane.kit.pagination import total_pages
+from callplane.kit.scopes import AGENTS, needs_scope
 from callplane.knowledge import extraction, service
 from callplane.knowledge.schemas import (
     Deleted,
@@ -33,7 +34,7 @@ from callplane.knowledge.schemas import (
     SearchResults,
 )
 
-router = family_router(STATUS, tags=["knowledge"])
+router = family_router(STATUS, scopes=AGENTS, tags=["knowledge"])
 
 #: The largest document accepted (413 beyond), whatever its type.
 MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
@@ -273,6 +274,7 @@ async def delete_document(
     summary="Search a knowledge base: what the agent would find",
     responses=NOT_FOUND,
 )
+@needs_scope("agents:read")  # a search, sent as POST for its body
 async def search_knowledge_base(
     uuid: uuid.UUID, body: SearchRequest, session: SessionDep, tenant: CurrentTenant
 ) -> Response:

@@ -6,9 +6,12 @@ shape a distributed PostgreSQL (Citus, distributed by organization_id) needs.
 """
 
 from callplane.models import (  # noqa: F401
+    agent_tests,
     agents,
+    audit,
     call_tags,
     calls,
+    campaigns,
     contacts,
     custom_data,
     external_calls,

@@ -214,7 +214,7 @@ def count_webhook_attempt(
 
 
 def count_tool_call(tool_type: str, ok: bool, seconds: float) -> None:
-    """One tool call (the tools of issue 24 call it); ``tool_type`` is the registry's key."""
+    """One tool use (``tools.toolbox.Toolbox.use``); ``tool_type`` is the registry's key."""
     tool_calls.labels(tool_type, "ok" if ok else "error").inc()
     tool_duration.labels(tool_type).observe(seconds)
 

@@ -13,6 +13,7 @@ from callplane.models.agents import Agent, AgentBranch, AgentCommit
 from callplane.models.calls import UNFINISHED_STATUSES, Call
 from callplane.models.voices import Voice as VoiceRow
 from callplane.runtime import Runtime
+from callplane.settings import Settings
 from callplane.speech.engines import EngineNotInstalled, check_engine
 from callplane.voices.schemas import Voice, VoiceCreate
 
@@ -35,10 +36,10 @@ async def get_voice(session: AsyncSession, organization_id: int, voice_id: uuid.
 
 
 async def create_voice(
-    session: AsyncSession, organization_id: int, body: VoiceCreate, piper_voices_dir: str | None
+    session: AsyncSession, organization_id: int, body: VoiceCreate, settings: Settings
 ) -> Voice:
     try:
-        check_engine(body.engine, piper_voices_dir)
+        check_engine(body.engine, settings)
     except (ValueError, EngineNotInstalled) as exc:
         raise InvalidInput(str(exc), loc=("body", "engine")) from None
     row = VoiceRow(

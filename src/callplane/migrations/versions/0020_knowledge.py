@@ -1,7 +1,7 @@
 """knowledge: knowledge bases, documents, chunks and their full-text index
 
 Revision ID: 0020
-Revises: 0017
+Revises: 0019
 
 SQLite: two FTS5 tables without content of their own (the text stays in ``knowledge_chunks``),
 one stemming English (porter), one keeping words as written; triggers keep them in step with the
@@ -20,7 +20,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0020"
-down_revision: str | None = "0017"
+down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -24,14 +24,14 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
-from callplane.engine.endpointing import Endpointing
+from callplane.engine.conversation.endpointing import Endpointing
 from callplane.observability.metrics import observe_recognition
 from callplane.speech import executors
 from callplane.speech.base import Transcriber
 from callplane.speech.vad import SpeechPaused, SpeechStarted, TurnDetector, TurnEnded
 from callplane.telephony.base import SAMPLE_RATE, SAMPLE_WIDTH, AudioFrame, Connection, TextFrame
 
-log = logging.getLogger("callplane.engine.listening")
+log = logging.getLogger("callplane.engine.conversation.listening")
 
 #: Without audio for this long, the line is taken to be silent (for end of turn).
 GAP_SECONDS = 0.1

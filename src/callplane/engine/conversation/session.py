@@ -38,13 +38,13 @@ from callplane.engine.agent import (
     no_agent_commit,
     resolve_agent_spec,
 )
-from callplane.engine.endpointing import Endpointing
-from callplane.engine.listening import Listener
+from callplane.engine.conversation.endpointing import Endpointing
+from callplane.engine.conversation.listening import Listener
+from callplane.engine.conversation.reply import Reply
+from callplane.engine.conversation.speaking import Speaker
+from callplane.engine.conversation.turn_loop import TranscriptLog, TurnLoop
 from callplane.engine.providers import Providers
-from callplane.engine.reply import Reply
-from callplane.engine.speaking import Speaker
 from callplane.engine.toolwrites import record_transfer, set_cart
-from callplane.engine.turn_loop import TranscriptLog, TurnLoop
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
@@ -53,7 +53,7 @@ from callplane.tools import CallHooks, Transfer, tool_context
 from callplane.tools.function import function_tool_client
 from callplane.voices.service import call_voice_engine
 
-log = logging.getLogger("callplane.engine.conversation")
+log = logging.getLogger("callplane.engine.conversation.session")
 
 #: The longest a function tool may take (DESIGN §15: ``timeout_seconds`` 1-30).
 
