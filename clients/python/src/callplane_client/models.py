@@ -464,6 +464,39 @@ class Suppression(Model):
     created_at: str
 
 
+class KnowledgeBase(Model):
+    """Documents an agent can look things up in, stemmed in ``language``."""
+
+    id: str
+    name: str
+    language: str
+    document_count: int
+    created_at: str
+    updated_at: str
+
+
+class KnowledgeDocument(Model):
+    """A document of a knowledge base (its text is in its chunks, found by search)."""
+
+    id: str
+    knowledge_base_id: str
+    title: str
+    url: str | None
+    content_type: str
+    characters: int
+    chunk_count: int
+    created_at: str
+
+
+class SearchResult(Model):
+    """A chunk a search found: the document, its title path, the text, the engine's score."""
+
+    document_id: str
+    title: str
+    text: str
+    score: float
+
+
 class Result(Model):
     """The answer of an operation that returns no resource (``{"success": true, ...}``)."""
 
