@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from callplane.kit.tenancy import select_owned
+from callplane.models.users import User
 from tests.dashboard_support import browser_client, csrf_of, make_person, sign_in
-from tests.factories import make_org
+from tests.factories import make_org, runtime_of
 from tests.test_cli import callplane, ok_json
 
 
@@ -68,26 +70,27 @@ async def test_dashboard_changes_and_sign_ins_are_audited(app, client):
 
 async def test_users_create_takes_a_role_and_defaults_to_owner_then_member(app, database_url):
     org = await make_org(app)
-    first = ok_json(
-        callplane(database_url, "users", "create", "--org", str(org.id), "a@example.com", "--json")
-    )
-    second = ok_json(
-        callplane(database_url, "users", "create", "--org", str(org.id), "b@example.com", "--json")
-    )
-    third = ok_json(
-        callplane(
-            database_url,
-            "users",
-            "create",
-            "--org",
-            str(org.id),
-            "c@example.com",
-            "--role",
-            "viewer",
-            "--json",
+
+    def create(email: str, *role: str) -> dict:
+        return ok_json(
+            callplane(database_url, "users", "create", "--org", str(org.id), email, *role, "--json")
         )
+
+    made = [
+        create("a@example.com"),
+        create("b@example.com"),
+        create("c@example.com", "--role", "viewer"),
+    ]
+    assert all(set(m) == {"id", "email", "password"} for m in made)
+    async with runtime_of(app).db.session(write=False) as session:
+        roles = (
+            await session.scalars(select_owned(User, org.id, User.role).order_by(User.id))
+        ).all()
+    assert roles == ["owner", "member", "viewer"]
+    text = callplane(
+        database_url, "users", "create", "--org", str(org.id), "e@example.com", "--role", "admin"
     )
-    assert (first["role"], second["role"], third["role"]) == ("owner", "member", "viewer")
+    assert text.returncode == 0 and "e@example.com, admin" in text.stdout
     bad = callplane(
         database_url, "users", "create", "--org", str(org.id), "d@example.com", "--role", "root"
     )

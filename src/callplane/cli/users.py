@@ -42,13 +42,14 @@ def users_create(
 
     async def work(session: AsyncSession, _settings: Settings) -> dict[str, Any]:
         person = await create_user(session, org, email, password, role)
-        return {"id": person.id, "email": person.email, "role": person.role, "password": password}
+        return {"id": person.id, "email": person.email, "password": password, "role": person.role}
 
     result = in_transaction(work)
+    role_given = result.pop("role")
     if as_json:
-        print_json(result)
+        print_json(result)  # exactly these three keys: a contract of the command
     else:
         typer.echo(
-            f"person {result['id']} ({result['email']}, {result['role']}) in organization {org}\n"
+            f"person {result['id']} ({result['email']}, {role_given}) in organization {org}\n"
             f"password: {result['password']}"
         )
