@@ -47,7 +47,7 @@ run: export CALLPLANE_WEBHOOK_ALLOW_LOOPBACK ?= true
 # `make run VOICE=piper`: the agent speaks with the Piper voice installed by `make install`.
 run: export CALLPLANE_VOICE_ENGINE ?= $(if $(filter piper,$(VOICE)),piper:en_US-joe-medium,espeak-ng:en-us)
 run: $(RUN_STAMP)  ## migrate, create the demo organization, print its key, serve on $(HOST):$(PORT)
-	$(BIN)/callplane demo
+	$(BIN)/callplane demo --host $(HOST) --port $(PORT)
 	$(BIN)/callplane serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP) $(TOOLS_STAMP)  ## the whole suite: SQLite, then PostgreSQL (skipped, and said so, when absent)

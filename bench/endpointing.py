@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from callplane.engine.endpointing import Endpointing  # noqa: E402
-from callplane.engine.listening import CallerSaid, Listener  # noqa: E402
+from callplane.engine.conversation.endpointing import Endpointing  # noqa: E402
+from callplane.engine.conversation.listening import CallerSaid, Listener  # noqa: E402
 from callplane.settings import Settings  # noqa: E402
 from callplane.speech.transcriber import WhisperTranscriber, shared_transcriber  # noqa: E402
 from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame  # noqa: E402

@@ -21,7 +21,7 @@ async def test_a_simulated_call_says_the_pinned_commits_first_line_with_its_vari
             org,
             {
                 "first_message": "Hi {{name}}, this is {{clinic|Bright Smiles}} about {{plan}}"
-                " on {{call.to_number}}.{{ unknown }}",
+                " on {{call.to_number}}.{{ unknown }} {{contact.name|Dear caller}}",
                 "variables": {"clinic": "Riley's clinic"},
             },
         )
@@ -36,6 +36,9 @@ async def test_a_simulated_call_says_the_pinned_commits_first_line_with_its_vari
         call = await wait_for_call(client, org, call_id)
         events = await events_of(client, org, call_id)
     assert call["agent_commit_id"] == pinned
-    assert call["transcripts"][0]["text"] == (f"Hi Ada, this is Riley's clinic about gold on {TO}.")
+    assert call["transcripts"][0]["text"] == (
+        f"Hi Ada, this is Riley's clinic about gold on {TO}. Dear caller"
+    )
     [started] = [e for e in events if e["type"] == "agent.started"]
+    # contact.name has a default in the template: it is not missing.
     assert started["data"] == {"commit_id": pinned, "missing_variables": ["unknown"]}

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from callplane.engine.turn_loop import APOLOGY
+from callplane.engine.conversation.turn_loop import APOLOGY
 from tests.conftest import client_for
 from tests.engine_support import (
     create_call,

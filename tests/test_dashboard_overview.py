@@ -64,6 +64,23 @@ async def _seed(app: Any, org: Any) -> list[str]:
     return ids
 
 
+async def _tool_events(app: Any, org: Any, call: str, outcomes: list[str]) -> None:
+    """What the turn loop writes for each tool use (``tools/toolbox.py``)."""
+    async with runtime_of(app).db.session(write=True) as session:
+        for sequence, outcome in enumerate(outcomes, start=80):
+            session.add(
+                CallEvent(
+                    organization_id=org.id,
+                    call_uuid=uuid.UUID(call),
+                    sequence=sequence,
+                    type="tool.called",
+                    at=utcnow(),
+                    data={"name": "lookup", "duration_seconds": 0.2, "outcome": outcome},
+                )
+            )
+        await session.commit()
+
+
 async def test_the_overview_is_the_first_page_and_counts_only_its_organization(app: Any) -> None:
     org, other = await make_org(app, "Ours"), await make_org(app, "Theirs")
     await _seed(app, org)
@@ -97,3 +114,17 @@ async def test_the_overview_of_an_organization_without_calls(app: Any) -> None:
         page = await client.get("/dashboard/overview")
     assert page.status_code == 200
     assert "No calls in this period." in page.text and "no turns yet" in page.text
+
+
+async def test_the_overview_counts_the_tool_calls_the_engine_records(app: Any) -> None:
+    org, other = await make_org(app, "Ours"), await make_org(app, "Theirs")
+    ids = await _seed(app, org)
+    await _tool_events(app, org, ids[2], ["ok", "error", "ok"])
+    [theirs] = (await load(app, other, {"calls": [_call(1, "completed", "x", True, 0)]}))["calls"]
+    await _tool_events(app, other, str(theirs), ["timeout"] * 4)
+    person = await make_person(app, org)
+    async with browser_client(app) as client:
+        await sign_in(client, person.email, person.password)
+        page = await client.get("/dashboard/overview")
+    assert page.status_code == 200
+    assert "1 of 3 failed" in page.text and "no tool calls yet" not in page.text

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from callplane.engine.endpointing import Endpointing, classify
-from callplane.engine.listening import CallerSaid, Listener
+from callplane.engine.conversation.endpointing import Endpointing, classify
+from callplane.engine.conversation.listening import CallerSaid, Listener
 from callplane.settings import Settings
 from callplane.speech.synthesis import EspeakSynthesizer
 from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame

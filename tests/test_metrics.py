@@ -14,7 +14,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from callplane.observability import logcontext
+from callplane.kit import logcontext
 from callplane.observability.turns import EVENT_TYPE
 from tests.conftest import client_for
 from tests.dashboard_support import browser_client, make_person, sign_in
@@ -73,7 +73,10 @@ async def test_metrics_are_not_public_by_default(make_app: Any) -> None:
     closed = await make_app()
     async with client_for(closed) as client:
         assert (await client.get("/metrics")).status_code == 404
-        assert (await client.get("/metrics", headers=AUTH)).status_code == 404
+        off = await client.get("/metrics", headers=AUTH)
+    assert off.status_code == 404
+    # The 404 says how to turn them on, in the shape of any other unknown path.
+    assert off.json()["success"] is False and "CALLPLANE_METRICS_TOKEN" in off.json()["error"]
     guarded = await make_app(metrics_token=TOKEN)
     async with client_for(guarded) as client:
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):

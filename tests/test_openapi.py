@@ -139,3 +139,10 @@ async def test_docs_pages_load_their_assets_from_this_server(client, page: str) 
             served = await client.get(asset)
             assert served.status_code == 200 and len(served.content) > 500, asset
     assert "/v1/openapi.json" in response.text
+
+
+async def test_the_conversation_route_documents_its_503_without_a_brain(document) -> None:
+    answers = document["paths"]["/v1/agents/{uuid}/conversations"]["post"]["responses"]
+    unavailable = answers["503"]
+    assert "language model" in unavailable["description"]
+    assert unavailable["content"]["application/json"]["schema"]["$ref"].endswith("StatusError")

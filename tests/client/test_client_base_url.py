@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from callplane_client import Callplane
 
 from tests.live_server import live_server, seed_org
@@ -22,3 +23,10 @@ def test_base_url_with_or_without_v1(database_url: str, tmp_path: Path) -> None:
             changed = api.webhooks.update(hook.id, enabled=False, events=["call.ended"])
             assert changed.enabled is False and changed.events == ["call.ended"]
             assert changed.description == "CRM"
+
+
+@pytest.mark.parametrize("key", ["cp_live_abc\n", "cp_live_abc\r\n", " cp live", "clé"])
+def test_a_key_that_cannot_be_a_header_is_refused_at_once(key: str) -> None:
+    with pytest.raises(ValueError, match="API key") as refused:
+        Callplane(key, base_url="http://127.0.0.1:9")
+    assert "No answer" not in str(refused.value)

@@ -95,12 +95,21 @@ async def get_agent(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant)
     return json_response({"agent": await wire.agent_wire(session, tenant.organization_id, agent)})
 
 
-@router.patch("/agents/{uuid}", response_model=AgentEnvelope, summary="Rename an agent")
+@router.patch(
+    "/agents/{uuid}", response_model=AgentEnvelope, summary="Rename an agent or set its merge gate"
+)
 async def rename_agent(
     uuid: uuid.UUID, body: AgentUpdate, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
-    """Change the agent's name (the name is not versioned)."""
-    agent = await service.rename_agent(session, tenant.organization_id, uuid, body.name)
+    """Change the agent's name (the name is not versioned) or `merge_requires_passing_tests`:
+    while true, merging a branch answers 409 naming each test that did not pass on its head."""
+    agent = await service.update_agent(
+        session,
+        tenant.organization_id,
+        uuid,
+        name=body.name,
+        merge_requires_passing_tests=body.merge_requires_passing_tests,
+    )
     return json_response({"agent": await wire.agent_wire(session, tenant.organization_id, agent)})
 
 
@@ -276,6 +285,7 @@ async def delete_branch(
     "/agents/{uuid}/conversations",
     response_model=ConversationTurn,
     summary="A text-only turn against a branch or commit",
+    responses={503: {"description": "No language model is configured, or it failed to answer"}},
 )
 async def converse(
     uuid: uuid.UUID,

@@ -28,6 +28,7 @@ from callplane.kit.pagination import offset
 from callplane.kit.tenancy import Tenant, same_organization, select_owned, update_owned
 from callplane.models.agents import Agent, AgentBranch, AgentCommit
 from callplane.models.base import utcnow
+from callplane.models.knowledge import KnowledgeBase
 from callplane.models.phone_numbers import PhoneNumber
 from callplane.models.voices import Voice
 from callplane.webhooks.signing import new_secret
@@ -121,6 +122,24 @@ async def check_config_references(
         )
         if found is None:
             raise InvalidInput(f"{field}/voice_id: no such voice", loc=("body",))
+    knowledge = [
+        ("knowledge/knowledge_base_id", (config.get("knowledge") or {}).get("knowledge_base_id"))
+    ]
+    knowledge += [
+        (f"tools/{n}/knowledge_base_id", tool.get("knowledge_base_id"))
+        for n, tool in enumerate(config.get("tools", []))
+        if tool.get("type") == "knowledge_search"
+    ]
+    for path, base in knowledge:
+        if base is None:
+            continue
+        found = await session.scalar(
+            select_owned(KnowledgeBase, organization_id, KnowledgeBase.id).where(
+                KnowledgeBase.uuid == uuid.UUID(base)
+            )
+        )
+        if found is None:
+            raise InvalidInput(f"{field}/{path}: no such knowledge base", loc=("body",))
 
 
 async def create_agent(
@@ -188,11 +207,19 @@ async def add_first_commit(
     return commit
 
 
-async def rename_agent(
-    session: AsyncSession, organization_id: int, agent_uuid: uuid.UUID, name: str
+async def update_agent(
+    session: AsyncSession,
+    organization_id: int,
+    agent_uuid: uuid.UUID,
+    *,
+    name: str | None,
+    merge_requires_passing_tests: bool | None,
 ) -> Agent:
     agent = await get_agent(session, organization_id, agent_uuid)
-    agent.name = name
+    if name is not None:
+        agent.name = name
+    if merge_requires_passing_tests is not None:
+        agent.merge_requires_passing_tests = merge_requires_passing_tests
     agent.updated_at = utcnow()
     await session.flush()
     return agent

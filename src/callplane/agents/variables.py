@@ -5,7 +5,8 @@ is ever evaluated, a name is only looked up.
 call's params, then the other party's contact data (top-level keys), then the config's defaults;
 a dotted name reads one source and nests (``params.order.id``, ``contact.plan``,
 ``call.from_number``); ``now`` and ``today`` are built in. Strings render as they are, anything
-else as compact JSON. A name found nowhere renders as its default, else as "", and is reported.
+else as compact JSON. A name found nowhere renders as its default; without one it renders as ""
+and is reported (once, even where another placeholder gives it a default).
 """
 
 from __future__ import annotations
@@ -41,9 +42,11 @@ def render(template: str, sources: VariableSources) -> tuple[str, list[str]]:
         default = match.group(2)
         value = lookup(name, sources)
         if value is _MISSING:
+            if default is not None:
+                return default.strip()  # the template planned for its absence: not missing
             if name and name not in missing:
                 missing.append(name)
-            return default.strip() if default is not None else ""
+            return ""
         return as_text(value)
 
     if "{{" not in template:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import orjson
 import typer
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import CallplaneError
@@ -21,9 +23,38 @@ from callplane.settings import Settings
 T = TypeVar("T")
 
 
-def in_transaction(work: Callable[[AsyncSession, Settings], Awaitable[T]]) -> T:
-    """Run ``work`` in one committed transaction; domain errors exit 1 with their message."""
+def sqlite_file(database_url: str) -> Path | None:
+    """The absolute path of a SQLite database file (None for PostgreSQL or an in-memory one):
+    a relative path is relative to the directory the command runs in."""
+    try:
+        url = make_url(database_url)
+    except ArgumentError:
+        return None
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database).expanduser().resolve()
+
+
+def missing_database(database_url: str) -> str | None:
+    """Why the database cannot be used as it is, when it is a SQLite file that does not exist:
+    opening it would create an empty one (from the wrong directory, most often)."""
+    path = sqlite_file(database_url)
+    if path is None or path.exists():
+        return None
+    return (
+        f"no database at {path}: run `callplane migrate` (or `serve`) to create it, "
+        "or point CALLPLANE_DATABASE_URL at the existing one"
+    )
+
+
+def in_transaction(
+    work: Callable[[AsyncSession, Settings], Awaitable[T]], *, create: bool = False
+) -> T:
+    """Run ``work`` in one committed transaction; domain errors exit 1 with their message.
+    Without ``create``, a SQLite database that does not exist is refused, not created."""
     settings = Settings()
+    if not create and (why := missing_database(settings.database_url)):
+        fail(why)
 
     async def _run() -> T:
         db = Database(settings.database_url, pool_size=1)

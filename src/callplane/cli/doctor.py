@@ -19,6 +19,7 @@ import typer
 from sqlalchemy import text
 
 from callplane.cli.banner import without_password
+from callplane.cli.common import missing_database, sqlite_file
 from callplane.settings import Settings
 
 _TIMEOUT = 5.0
@@ -34,7 +35,10 @@ class Finding:
 async def _database(settings: Settings) -> Finding:
     from callplane.kit.db import Database
 
-    shown = without_password(settings.database_url)
+    if why := missing_database(settings.database_url):
+        return Finding("database", False, why)  # connecting would create an empty one
+    path = sqlite_file(settings.database_url)
+    shown = f"sqlite:///{path}" if path else without_password(settings.database_url)
     try:
         db = Database(settings.database_url, pool_size=1)
     except Exception as exc:
@@ -42,6 +46,10 @@ async def _database(settings: Settings) -> Finding:
     try:
         async with db.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
+            try:
+                orgs = (await conn.execute(text("SELECT count(*) FROM organizations"))).scalar()
+            except Exception:
+                return Finding("database", False, f"{shown}: not migrated; run callplane migrate")
     except Exception as exc:
         line = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         return Finding(
@@ -49,24 +57,25 @@ async def _database(settings: Settings) -> Finding:
         )
     finally:
         await db.dispose()
-    return Finding("database", True, shown)
+    return Finding("database", True, f"{shown} ({orgs} organization{'' if orgs == 1 else 's'})")
 
 
 async def _storage(settings: Settings) -> Finding:
-    from callplane.media.storage import storage_from_settings
+    from callplane.media.storage import LocalStorage, storage_from_settings
 
+    shown = settings.storage_url
     try:
         storage = storage_from_settings(settings)
+        if isinstance(storage, LocalStorage):
+            shown = str(storage.root)
         key = f"doctor/{uuid.uuid4()}"
         await storage.put(key, b"ok", "text/plain")
         await storage.delete(key)
     except Exception as exc:
         return Finding(
-            "storage",
-            False,
-            f"{settings.storage_url}: {exc}; make it writable or fix CALLPLANE_STORAGE_URL",
+            "storage", False, f"{shown}: {exc}; make it writable or fix CALLPLANE_STORAGE_URL"
         )
-    return Finding("storage", True, f"{settings.storage_url} (writable)")
+    return Finding("storage", True, f"{shown} (writable)")
 
 
 async def _speech_model(settings: Settings) -> Finding:

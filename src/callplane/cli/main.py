@@ -17,7 +17,7 @@ import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.cli.audit import audit_app
-from callplane.cli.common import fail, in_transaction, print_json
+from callplane.cli.common import fail, in_transaction, missing_database, print_json
 from callplane.cli.doctor import doctor
 from callplane.cli.sip import sip_app
 from callplane.cli.users import users_app
@@ -250,6 +250,8 @@ def load(
     from callplane.loader import load_document
     from callplane.orgs.service import get_organization
 
+    if why := missing_database(Settings().database_url):
+        fail(why)  # before reading a document that could not go anywhere
     try:
         raw = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
     except OSError as exc:
@@ -282,9 +284,14 @@ def demo(
         int | None,
         typer.Option("--org", help="Load the sample data into this existing organization instead"),
     ] = None,
+    host: Annotated[str, typer.Option(help="The interface `serve` binds (for the address)")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="The port `serve` binds (for the address)")] = 8000,
 ) -> None:
     """Create the demo organization, sample data and dashboard person (once); print the sign-in
     and the API key."""
+    from callplane.cli.banner import default_public_url
     from callplane.demo import ensure_demo, load_demo_into
     from callplane.users.demo import DemoPerson, ensure_demo_person
 
@@ -293,7 +300,7 @@ def demo(
         async def into(session: AsyncSession, settings: Settings) -> dict[str, list[Any]]:
             return await load_demo_into(session, settings, org)
 
-        for section, ids in in_transaction(into).items():
+        for section, ids in in_transaction(into, create=True).items():
             typer.echo(f"{section}: {len(ids)} created")
         return
 
@@ -301,10 +308,18 @@ def demo(
         org_id, key = await ensure_demo(session, settings)
         return org_id, key, await ensure_demo_person(session, settings, org_id)
 
-    org_id, key, person = in_transaction(work)
+    org_id, key, person = in_transaction(work, create=True)
     password = person.password or "(changed since it was created: not shown, not reset)"
+    settings = Settings()
+    # The address `serve --host --port` will answer on, unless CALLPLANE_PUBLIC_URL names another
+    # (a proxy in front): the same rule `serve` follows for the URLs it signs.
+    served = (
+        settings.public_url
+        if "public_url" in settings.model_fields_set
+        else default_public_url(host, port)
+    )
     typer.echo(
-        f"Dashboard: {Settings().public_url}/dashboard/\n"
+        f"Dashboard: {served}/dashboard/ (once `callplane serve` runs there)\n"
         f"  email:    {person.email}\n  password: {password}"
     )
     if key is None:

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from callplane.cli.common import fail, missing_database
 from callplane.settings import Settings
 
 
@@ -30,6 +31,8 @@ def worker(
     from callplane.runtime import Runtime
 
     settings = Settings()
+    if why := missing_database(settings.database_url):
+        fail(why)
     configure_logging(settings.log_level)
     tracing.configure()
 

@@ -14,14 +14,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agents.service import resolve_branch_head
 from callplane.calls.answered import add_answered_call
-from callplane.calls.schemas import normalize_number
 from callplane.engine import lifecycle
+from callplane.engine.answering import detect_answered_by
 from callplane.engine.claim import claim_calls
-from callplane.engine.conversation import CallContext, after_call, hold_conversation
+from callplane.engine.conversation.session import CallContext, after_call, hold_conversation
 from callplane.engine.lifecycle import CallRef
 from callplane.engine.switchboard import Switchboard
 from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
+from callplane.kit.schemas import normalize_number
 from callplane.kit.tenancy import across_organizations
 from callplane.models.base import Base, utcnow
 from callplane.models.calls import Call
@@ -31,7 +32,6 @@ from callplane.observability import metrics
 from callplane.observability.tracing import traced
 from callplane.recordings.service import put_call_recording
 from callplane.runtime import Runtime
-from callplane.speech.answering import detect_answered_by
 from callplane.telephony.base import (
     Connection,
     ConversationRunner,
@@ -116,7 +116,8 @@ async def place_call(board: Switchboard, call: Call, ref: CallRef) -> None:
     if answered_by is None:
         # The network cannot tell: listen to the first seconds (what is heard is replayed to
         # the conversation, which must hear it too).
-        answered_by, connection = await detect_answered_by(connection)
+        transcriber = board.services.providers.transcriber
+        answered_by, connection = await detect_answered_by(connection, transcriber)
     started = await board.moves.apply(lifecycle.answered(ref, answered_by, answered_at))
     if started is None:  # failed under us (lease lost) or gone: nobody may talk on it
         await connection.hangup()

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("callplane.engine")
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: What a person waiting on a drain wants to know: it need not wait.
+HINT = "a second Ctrl-C (or SIGTERM) stops at once"
 
 
 class StopSignals:
@@ -39,7 +41,7 @@ class StopSignals:
                 log.warning("second stop signal: ending the calls in progress now")
             self.hurry.set()
         else:
-            log.info("stop signal: draining")
+            log.info(f"stop signal: draining ({HINT})")
             self.requested.set()
 
     def _received_threadsafe(self) -> None:
@@ -101,7 +103,7 @@ async def drain(engine: Engine, seconds: float, hurry: asyncio.Event | None = No
     try:
         if board.calls:
             log.info(
-                "draining: waiting for calls in progress",
+                f"draining: waiting for calls in progress ({HINT})",
                 extra={"calls": len(board.calls), "drain_seconds": seconds},
             )
         while board.calls and not hurrying.done():

@@ -29,7 +29,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
-from callplane.errors import Unauthorized
+from callplane.errors import NotFound, Unauthorized
 from callplane.kit.tenancy import across_organizations
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
@@ -208,10 +208,18 @@ def _answer(head: bytes, token: str | None) -> tuple[int, bytes, str]:
 
 
 def install(app: FastAPI, runtime: Runtime) -> None:
-    """``GET /metrics`` on the API, only when CALLPLANE_METRICS_TOKEN is set (else the path is
-    unknown, 404, like any other); a wrong or missing token is a 401 in the STATUS shape."""
+    """``GET /metrics`` on the API, only when CALLPLANE_METRICS_TOKEN is set (else a 404 saying
+    how to turn it on); a wrong or missing token is a 401 in the STATUS shape."""
     token = runtime.settings.metrics_token
     if not token:
+
+        @app.get("/metrics", include_in_schema=False)
+        async def metrics_off() -> Response:
+            raise NotFound(
+                "Metrics are off: set CALLPLANE_METRICS_TOKEN and scrape /metrics with it "
+                "as a Bearer token (or CALLPLANE_METRICS_LISTEN for a separate port)"
+            )
+
         return
 
     @app.get("/metrics", include_in_schema=False)

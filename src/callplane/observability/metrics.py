@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from callplane.models.calls import TERMINAL_STATUSES
+
 if TYPE_CHECKING:
     from callplane.models.calls import Call
 
@@ -142,9 +144,6 @@ SCRAPE_GAUGES = {
     ),
 }
 
-#: DESIGN §10's terminal statuses (``engine.lifecycle.TERMINAL``; not imported: only cli/ and
-#: app.py may import the engine).
-TERMINAL_STATUSES = frozenset({"completed", "failed", "no_answer", "busy", "cancelled"})
 _DIRECTIONS = frozenset({"inbound", "outbound"})
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -215,7 +214,7 @@ def count_webhook_attempt(
 
 
 def count_tool_call(tool_type: str, ok: bool, seconds: float) -> None:
-    """One tool call (the tools of issue 24 call it); ``tool_type`` is the registry's key."""
+    """One tool use (``tools.toolbox.Toolbox.use``); ``tool_type`` is the registry's key."""
     tool_calls.labels(tool_type, "ok" if ok else "error").inc()
     tool_duration.labels(tool_type).observe(seconds)
 

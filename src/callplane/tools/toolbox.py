@@ -18,6 +18,7 @@ import jsonschema
 import orjson
 
 from callplane.brain.base import ToolCall
+from callplane.observability import metrics
 from callplane.tools import Tool, ToolContext, ToolError
 from callplane.tools.registry import TOOL_TYPES
 
@@ -114,11 +115,19 @@ class Toolbox:
 
     async def use(self, call: ToolCall, context: ToolContext) -> ToolUse:
         began = time.monotonic()
+        tool = self.tools.get(call.name)
+        use = await self._use(tool, call, context, began)
+        if tool is not None:
+            # An unknown name has no type to count it under: the brain's mistake, in the event.
+            metrics.count_tool_call(tool.type, use.outcome == "ok", use.duration)
+        return use
 
+    async def _use(
+        self, tool: Tool | None, call: ToolCall, context: ToolContext, began: float
+    ) -> ToolUse:
         def answer(text: str, outcome: str, end_call: str | None = None) -> ToolUse:
             return ToolUse(call, text, outcome, time.monotonic() - began, end_call)
 
-        tool = self.tools.get(call.name)
         if tool is None:
             known = ", ".join(sorted(self.tools))
             return answer(

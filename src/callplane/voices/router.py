@@ -38,9 +38,7 @@ async def create_voice(
     body: VoiceCreate, session: SessionDep, runtime: RuntimeDep, tenant: CurrentTenant
 ) -> Response:
     """A voice speaking with one of the engines `callplane voices engines` lists."""
-    voice = await service.create_voice(
-        session, tenant.organization_id, body, runtime.settings.piper_voices_dir
-    )
+    voice = await service.create_voice(session, tenant.organization_id, body, runtime.settings)
     return json_response(voice, status_code=201)
 
 
@@ -94,12 +92,5 @@ async def preview_voice(
 ) -> Response:
     """`text` (or a greeting) spoken in the voice, as a caller would hear it."""
     voice = await service.get_voice(session, tenant.organization_id, uuid)
-    settings = runtime.settings
-    audio = await speak_preview(
-        voice,
-        preview_text(voice, text),
-        settings.voice_engine,
-        settings.piper_voices_dir,
-        piper_processes=settings.piper_processes,
-    )
+    audio = await speak_preview(voice, preview_text(voice, text), runtime.settings)
     return Response(audio, media_type="audio/wav")

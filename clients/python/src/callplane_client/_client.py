@@ -55,6 +55,12 @@ def _base(base_url: str) -> httpx.URL:
 def _headers(api_key: str) -> dict[str, str]:
     if not api_key:
         raise ValueError("an API key is required (Callplane(api_key=...))")
+    if not api_key.isascii() or not api_key.isprintable() or " " in api_key:
+        # Else the HTTP layer refuses the header and it reads as the server not answering.
+        raise ValueError(
+            "the API key contains a space, a newline or another character no key has "
+            "(copied with a line break? strip it: api_key.strip())"
+        )
     return {"Authorization": f"Bearer {api_key}", "User-Agent": _USER_AGENT}
 
 

@@ -4,7 +4,7 @@ Keys made before scopes hold ``*`` (everything they could do before); people who
 before are owners.
 
 Revision ID: 0021
-Revises: 0017
+Revises: 0020
 """
 
 from collections.abc import Sequence
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0021"
-down_revision: str | None = "0017"
+down_revision: str | None = "0020"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -11,12 +11,12 @@ from fastapi import Query
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from callplane.calls.schemas import UtcTimestamp
 from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 from callplane.kit.pagination import offset, total_pages
+from callplane.kit.schemas import UtcTimestamp
 from callplane.kit.scopes import AUDIT
 from callplane.kit.tenancy import select_owned
 from callplane.models.audit import AuditEvent

@@ -24,14 +24,14 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
-from callplane.engine.endpointing import Endpointing
+from callplane.engine.conversation.endpointing import Endpointing
 from callplane.observability.metrics import observe_recognition
 from callplane.speech import executors
 from callplane.speech.base import Transcriber
 from callplane.speech.vad import SpeechPaused, SpeechStarted, TurnDetector, TurnEnded
 from callplane.telephony.base import SAMPLE_RATE, SAMPLE_WIDTH, AudioFrame, Connection, TextFrame
 
-log = logging.getLogger("callplane.engine.listening")
+log = logging.getLogger("callplane.engine.conversation.listening")
 
 #: Without audio for this long, the line is taken to be silent (for end of turn).
 GAP_SECONDS = 0.1
@@ -80,6 +80,9 @@ class Listener:
             endpointing = Endpointing()
         self._endpointing = endpointing
         self._detector = detector or self._policy_detector
+        #: Given every stretch of the far end's audio as it is heard (silence included), for
+        #: whoever needs the sound itself (the end of a voicemail greeting).
+        self.on_audio: Callable[[bytes], None] | None = None
 
     def _policy_detector(self) -> TurnDetector:
         assert self._endpointing is not None
@@ -136,6 +139,8 @@ class Listener:
                     pcm = bytes(int(GAP_SECONDS * SAMPLE_RATE) * SAMPLE_WIDTH)
                 if pcm is None:
                     break
+                if self.on_audio is not None:
+                    self.on_audio(pcm)
                 if deciding is not None and deciding.done():
                     self._decide(detector, deciding)
                     deciding = None

@@ -4,7 +4,8 @@ Three parts run at once, after pipecat's and livekit-agents' split of a voice pi
 
     Listener (listening.py)   media in -> CallerSpeaking / CallerSaid / CallerGone
     TurnLoop (here)           decides: record the turn, start a reply, barge in, hang up
-    reply task (here)         brain stream -> sentences -> Speaker (speaking.py) -> media out
+    reply task                brain stream and tools (generation.py) -> sentences -> Speaker
+                              (speaking.py) -> media out
 
 Each agent line is a ``Reply`` (reply.py): what was queued and heard of it, whether it was cut
 off, and a way to wait until it has been heard. A reply streams from the brain in its own task,
@@ -17,37 +18,39 @@ ends when the brain asks ``end_call`` or a line holds an end-call phrase (once t
 been heard), at the maximum length, after a silence (with a closing line), or at a voicemail
 (hung up at once, or once a message left after the greeting). A brain that fails or times out
 gets a short apology and a hang-up — the call ends ``completed``, never hung — and an event
-saying why.
+saying why (one busy or unreachable brain is asked again first, in ``generation.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from callplane.brain import (
-    Brain,
-    BrainError,
-    ReplyEvent,
-    SentenceSplitter,
-    TextDelta,
-    ToolCall,
-    conversation_messages,
-)
+from callplane.brain import Brain, BrainError
 from callplane.engine.agent import AgentSpec
-from callplane.engine.listening import CallerEvent, CallerGone, CallerSaid, CallerSpeaking, Listener
-from callplane.engine.reply import Reply
-from callplane.engine.speaking import Speaker
+from callplane.engine.conversation.generation import Generation, Report
+from callplane.engine.conversation.listening import (
+    CallerEvent,
+    CallerGone,
+    CallerSaid,
+    CallerSpeaking,
+    Listener,
+)
+from callplane.engine.conversation.reply import Reply
+from callplane.engine.conversation.speaking import Speaker
+from callplane.engine.conversation.transcript import TranscriptLog
 from callplane.observability import metrics, turns
+from callplane.speech.answering import GreetingEnd
 from callplane.telephony.base import Connection
 from callplane.tools import ToolContext
-from callplane.tools.toolbox import Toolbox, ToolUse, error_text
+from callplane.tools.toolbox import Toolbox
+
+__all__ = ["Report", "TranscriptLog", "TurnLoop"]
 
 log = logging.getLogger("callplane.engine.turns")
 
@@ -61,34 +64,13 @@ MAX_LENGTH = "maximum call length reached"
 SILENCE = "the caller was silent"
 VOICEMAIL = "the agent hung up on a voicemail"
 
-#: Brain requests with tools in one answer; the last is asked without them, so a brain that
-#: keeps calling tools still ends up saying something.
-MAX_TOOL_ROUNDS = 5
-#: A tool without a result by then: its ``speak_while_running`` line is said.
-SPEAK_WHILE_RUNNING_AFTER = 1.0
-INTERRUPTED = "interrupted: the caller spoke before it finished"
-
-#: ``report(type, data)``: writes one of the call's events.
-Report = Callable[[str, dict[str, Any]], Awaitable[None]]
+#: A line to say, into the reply it is given.
+Line = Callable[[Reply], Coroutine[Any, Any, None]]
 
 
-@dataclass
-class TranscriptLog:
-    """The call's transcript entries, kept in timestamp order (seconds since answered)."""
-
-    entries: list[dict[str, Any]]
-    #: Seconds since the call was answered, now.
-    elapsed: Callable[[], float]
-
-    def add(self, at: float, **entry: Any) -> dict[str, Any]:
-        timestamp = round(max(0.0, self.elapsed() - (time.monotonic() - at)), 3)
-        record = {**entry, "timestamp": timestamp}
-        keys = [e.get("timestamp", 0.0) for e in self.entries]
-        self.entries.insert(bisect.bisect_right(keys, timestamp), record)
-        return record
-
-    def remove(self, record: dict[str, Any]) -> None:
-        self.entries[:] = [e for e in self.entries if e is not record]
+@dataclass(frozen=True)
+class GreetingOver:
+    """A voicemail's greeting has ended (its beep, or quiet after it): record the message."""
 
 
 @dataclass
@@ -104,8 +86,8 @@ class TurnLoop:
     answered_by: str | None = None
     #: Seconds from the end of each caller turn to the first media of the agent's reply.
     latencies: list[float] = field(default_factory=list)
-    _inbox: asyncio.Queue[CallerEvent] = field(default_factory=asyncio.Queue)
-    _getting: asyncio.Future[CallerEvent] | None = None
+    _inbox: asyncio.Queue[CallerEvent | GreetingOver] = field(default_factory=asyncio.Queue)
+    _getting: asyncio.Future[CallerEvent | GreetingOver] | None = None
     #: The agent's current (or last) line.
     _reply: Reply | None = None
     #: Set once the agent is ending the call: the caller's speech no longer matters.
@@ -113,6 +95,8 @@ class TurnLoop:
     _reason: str | None = None
     #: Waiting for a voicemail greeting to end, to leave the message.
     _awaiting_greeting: bool = False
+    #: The disclosure line, once begun: while it is being heard, no barge-in.
+    _disclosure: Reply | None = None
     #: When the caller last did anything (the silence timeout counts from here or from the
     #: end of the agent's line, whichever is later).
     _last_heard: float = 0.0
@@ -120,15 +104,25 @@ class TurnLoop:
     tool_context: ToolContext | None = None
     #: The agent's tools (built from ``spec.tools`` when not given).
     toolbox: Toolbox | None = None
-    #: Event writes not awaited where they were started (a cancelled tool use's).
-    _background: set[asyncio.Task[Any]] = field(default_factory=set)
+    #: The brain's answers and tool rounds (None without a brain).
+    _generation: Generation | None = None
 
     def __post_init__(self) -> None:
         if self.toolbox is None:
             self.toolbox = Toolbox.from_configs(self.spec.tools)
         if self.tool_context is None:
             self.tool_context = ToolContext(connection=self.connection)
-        self.tool_context.say = self._say_for_tool
+        if self.brain is not None:
+            self._generation = Generation(
+                lines=self,
+                speaker=self.speaker,
+                transcript=self.transcript,
+                spec=self.spec,
+                brain=self.brain,
+                toolbox=self.toolbox,
+                tool_context=self.tool_context,
+                report=self.report,
+            )
 
     async def run(self) -> str:
         """Hold the conversation until it ends; why it ended."""
@@ -149,9 +143,8 @@ class TurnLoop:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-            for task in list(self._background):
-                with contextlib.suppress(Exception):
-                    await task
+            if self._generation is not None:
+                await self._generation.settle()
         if self._reason is not None:
             return self._reason
         return AGENT_HANGUP if self.connection.ended_by == "local" else REMOTE_HANGUP
@@ -164,14 +157,64 @@ class TurnLoop:
             return None
         if voicemail is not None:
             self._awaiting_greeting = True
-        # The opening is started before listening, so it is under way (on the simulated
-        # network: said) before anything the far end said at answer time is taken in.
-        elif self.spec.agent_speaks_first:
-            if self.spec.first_message:
-                self._start(lambda r: self._say_line(r, self.spec.first_message or ""), True)
-            elif self.brain is not None:
-                self._start(lambda r: self._answer(r, None), True)
+            if self.connection.media == "audio":
+                self.listener.on_audio = self._greeting_watch()
+        else:
+            # The opening is started before listening, so it is under way (on the simulated
+            # network: said) before anything the far end said at answer time is taken in.
+            opening = self._opening()
+            if opening is not None or self.spec.disclosure:
+                self._start(lambda r: self._disclosed(r, opening), True)
         return asyncio.create_task(self._listen())
+
+    def _opening(self) -> Line | None:
+        if not self.spec.agent_speaks_first:
+            return None
+        if self.spec.first_message:
+            return lambda r: self._say_line(r, self.spec.first_message or "")
+        if self.brain is not None:
+            return lambda r: self._answer(r, None)
+        return None
+
+    async def _disclosed(self, reply: Reply, then: Line | None) -> None:
+        """The disclosure first, whole (a caller speaking over it does not cut it off), then
+        ``then`` in a line of its own."""
+        disclosure = self.spec.disclosure
+        if disclosure:
+            self._disclosure = reply
+            try:
+                await self.speaker.say(reply, disclosure)
+                await self.speaker.end_line(reply, more=then is not None)
+            finally:
+                self._close_line(reply, None)
+            if then is None:
+                return
+            follow = Reply(opening=reply.opening)
+            follow.task = reply.task
+            self._reply = reply = follow
+        if then is not None:
+            await then(reply)
+
+    def _greeting_watch(self) -> Callable[[bytes], None]:
+        """Listens to the far end's audio for the end of the greeting, from its first frame
+        (what was heard while deciding who answered is replayed first)."""
+        greeting = GreetingEnd()
+
+        def heard(pcm: bytes) -> None:
+            if not greeting.done and greeting.feed(pcm):
+                self.listener.on_audio = None
+                self._inbox.put_nowait(GreetingOver())
+
+        return heard
+
+    def _leave_message(self) -> None:
+        """The greeting has ended: the message (after the disclosure), then the call ends."""
+        self._awaiting_greeting = False
+        self._ending = True
+        message = self.spec.voicemail.message if self.spec.voicemail else ""
+        self._start(
+            lambda r: self._disclosed(r, lambda f: self._say_line(f, message, then_end=VOICEMAIL))
+        )
 
     async def _converse(self) -> None:
         if self._reason is not None:
@@ -189,7 +232,7 @@ class TurnLoop:
         async for event in self.listener.events():
             self._inbox.put_nowait(event)
 
-    async def _next_event(self) -> CallerEvent | None:
+    async def _next_event(self) -> CallerEvent | GreetingOver | None:
         """The caller's next event, or None once the caller has been silent too long."""
         while True:
             if self._getting is None:
@@ -216,11 +259,21 @@ class TurnLoop:
         heard_until = self._reply.playout_ends_at if self._reply is not None else 0.0
         return max(self._last_heard, heard_until) + seconds
 
-    async def _on(self, event: CallerEvent) -> None:
+    async def _on(self, event: CallerEvent | GreetingOver) -> None:
         if self._ending:
+            if isinstance(event, CallerSaid) and self.answered_by == "voicemail":
+                # The greeting's words, recognised after the message began: still kept.
+                self.transcript.say(event.started_at, "user", event.text)
             return
         self._last_heard = time.monotonic()
         reply = self._reply
+        if isinstance(event, GreetingOver):
+            if self._awaiting_greeting:
+                self._leave_message()
+            return
+        disclosure = self._disclosure
+        if disclosure is not None and (disclosure.generating or disclosure.playing):
+            reply = None  # nothing the caller does cuts the disclosure off, nor what follows it
         if isinstance(event, CallerSpeaking):
             if reply is not None and reply.heard_since(event.at):
                 await self._barge_in(reply)
@@ -234,20 +287,17 @@ class TurnLoop:
             ):
                 await self._barge_in(reply)
             await self._settle()
-            self.transcript.add(event.started_at, role="user", text=event.text)
+            self.transcript.say(event.started_at, "user", event.text)
             if self._awaiting_greeting:
-                # The greeting has ended: the message, then the call ends (DESIGN §15).
-                self._awaiting_greeting = False
-                message = self.spec.voicemail.message if self.spec.voicemail else ""
-                self._ending = True
-                self._start(lambda r: self._say_line(r, message, then_end=VOICEMAIL))
+                # Audio: the greeting ends at its beep or after quiet (``GreetingOver``); a
+                # text line has only the greeting's words to go by.
+                if self.connection.media == "text":
+                    self._leave_message()
             elif self.brain is not None:
                 timing = turns.heard(event)
-                self._start(lambda r: self._answer(r, event.ended_at, timing))
+                self._start(lambda r: self._answer(r, event.ended_at, timing, event.text))
 
-    def _start(
-        self, line: Callable[[Reply], Coroutine[Any, Any, None]], opening: bool = False
-    ) -> Reply:
+    def _start(self, line: Line, opening: bool = False) -> Reply:
         # The line is open from now, not from when the task first runs: a caller turn that
         # arrives before then supersedes it too.
         reply = Reply(opening=opening)
@@ -274,9 +324,9 @@ class TurnLoop:
         elif reply.entry is not None:
             # The line was already recorded whole, while its audio was still playing.
             if reply.text:
-                reply.entry["text"] = reply.text
+                self.transcript.history.retext(reply.entry, reply.text)
             else:
-                self.transcript.remove(reply.entry)
+                self.transcript.history.remove(reply.entry)
             reply.entry = None
 
     # A reply: one spoken line.
@@ -295,160 +345,38 @@ class TurnLoop:
         reply: Reply,
         caller_ended_at: float | None,
         timing: turns.TurnTiming | None = None,
+        heard: str | None = None,
     ) -> None:
-        """The brain's answer; when it asks for tools, they run (all at once), their results go
-        back and the brain answers again, in a new line (``follow``) on the same task."""
-        rounds = 0
-        while True:
-            calls = await self._generate(reply, caller_ended_at, rounds < MAX_TOOL_ROUNDS, timing)
-            rounds += 1
-            if calls is None:
-                return  # the brain failed: apologised, hung up
-            if not calls:
-                await self._after_line(reply, None)
-                return
-            if reply.first_media_at is not None:
-                # The turn's latency was measured on this line.
-                caller_ended_at, timing = None, None
-            follow = Reply()
-            follow.task = reply.task
-            self._reply = follow
-            uses = await self._use_tools(follow, calls, caller_ended_at)
-            ending = next((use.end_call for use in uses if use.end_call), None)
-            if ending is not None:
-                self._close_line(follow, None)
-                if not reply.interrupted and not follow.interrupted:
-                    self._ending = True
-                    await reply.wait_for_playout()
-                    await follow.wait_for_playout()
-                    await self._end_call(ending)
-                return
-            if follow.first_media_at is not None:
-                caller_ended_at, timing = None, None
-            reply = follow
+        """The brain's answer (``generation.py``: its requests and tool rounds); then what the
+        answer's last line decides: the call ends after it, or the conversation goes on."""
+        assert self._generation is not None
+        if heard is not None:
+            await self._generation.consult(heard)
+        answered = await self._generation.answer(reply, caller_ended_at, timing)
+        if answered.failed:
+            return  # apologised, hung up
+        last = answered.reply
+        if answered.end_call is None:
+            await self._after_line(last, None)
+        elif not answered.previous.interrupted and not last.interrupted:
+            self._ending = True
+            await answered.previous.wait_for_playout()
+            await last.wait_for_playout()
+            await self._end_call(answered.end_call)
 
-    async def _generate(
-        self,
-        reply: Reply,
-        caller_ended_at: float | None,
-        offer_tools: bool,
-        timing: turns.TurnTiming | None = None,
-    ) -> list[ToolCall] | None:
-        """One brain request, spoken into ``reply`` and recorded; the tools it asked for
-        (recorded too), or None when the brain failed."""
-        assert self.brain is not None and self.toolbox is not None
-        messages = conversation_messages(self.spec.prompt, self.transcript.entries)
-        tools = self.toolbox.definitions() if offer_tools else []
-        stream: asyncio.Queue[ReplyEvent | BrainError | None] = asyncio.Queue()
-        thinking = asyncio.create_task(_think(self.brain, self.spec, messages, tools, stream))
-        # Nothing said yet on this line: its first words may go ahead of their sentence.
-        splitter = SentenceSplitter(opening_clause=not reply.sentences)
-        tool_calls: list[ToolCall] = []
-        try:
-            while (item := await stream.get()) is not None:
-                if isinstance(item, BrainError):
-                    raise item
-                if isinstance(item, TextDelta):
-                    turns.token(timing)
-                    for sentence in splitter.feed(item.text):
-                        await self.speaker.say(reply, sentence)
-                else:
-                    tool_calls.append(item)
-            if rest := splitter.flush():
-                await self.speaker.say(reply, rest)
-            await self.speaker.end_line(reply)
-        except BrainError as exc:
-            await self._apologise(reply, exc)
-            return None
-        finally:
-            thinking.cancel()
-            self._close_line(reply, caller_ended_at)
-        if not offer_tools and tool_calls:
-            # Tools were not offered this time: what was said stands, the calls are dropped.
-            log.warning("the brain asked for tools it was not offered; ignored")
-            return []
-        now = time.monotonic()
-        for call in tool_calls:
-            self.transcript.add(
-                now, role="assistant", function_name=call.name, arguments=call.arguments, text=""
-            )
-        await turns.report(timing, reply.first_media_at, self.transcript.elapsed, self.report)
-        return tool_calls
+    # What generation asks of the conversation (``generation.Lines``).
 
-    async def _use_tools(
-        self, follow: Reply, calls: list[ToolCall], caller_ended_at: float | None
-    ) -> list[ToolUse]:
-        """Every call at once; a line to hold the caller if none has answered within a
-        second; each use recorded (transcript, ``tool.called``) as it is answered. A barge-in
-        cancels the uses still running: they are recorded as interrupted."""
-        assert self.toolbox is not None and self.tool_context is not None
-        toolbox, context = self.toolbox, self.tool_context
-        pending = {asyncio.create_task(toolbox.use(call, context)): call for call in calls}
-        uses: list[ToolUse] = []
-        hold = toolbox.speak_while_running(calls)
-        began = time.monotonic()
-        try:
-            while pending:
-                timeout = None
-                if hold is not None:
-                    timeout = max(0.0, began + SPEAK_WHILE_RUNNING_AFTER - time.monotonic())
-                done, _ = await asyncio.wait(
-                    pending, timeout=timeout, return_when="FIRST_COMPLETED"
-                )
-                if not done and hold is not None:
-                    line, hold = hold, None
-                    await self._say_hold(line, caller_ended_at)
-                for task in done:
-                    del pending[task]
-                    use = task.result()
-                    uses.append(use)
-                    await self._record_use(use)
-        finally:
-            if pending:
-                for task in pending:
-                    task.cancel()
-                for call in pending.values():
-                    use = ToolUse(
-                        call, error_text(INTERRUPTED), "interrupted", time.monotonic() - began
-                    )
-                    self.transcript.add(
-                        time.monotonic(), role="tool", function_name=call.name, text=use.text
-                    )
-                    self._report_later("tool.called", use.event())
-        return uses
+    def follow(self, reply: Reply) -> Reply:
+        follow = Reply()
+        follow.task = reply.task
+        self._reply = follow
+        return follow
 
-    async def _say_for_tool(self, line: str) -> None:
-        """A tool's line to the caller (a transfer's message), heard before the tool goes on."""
-        said = Reply()
-        await self.speaker.say(said, line)
-        await self.speaker.end_line(said)
-        self._close_line(said, None)
-        await said.wait_for_playout()
+    def close_line(self, reply: Reply, caller_ended_at: float | None) -> None:
+        self._close_line(reply, caller_ended_at)
 
-    async def _say_hold(self, line: str, caller_ended_at: float | None) -> None:
-        hold = Reply()
-        await self.speaker.say(hold, line)
-        await self.speaker.end_line(hold)
-        self._close_line(hold, caller_ended_at)
-
-    async def _record_use(self, use: ToolUse) -> None:
-        self.transcript.add(
-            time.monotonic(), role="tool", function_name=use.call.name, text=use.text
-        )
-        self._report_later("tool.called", use.event())
-
-    def _report_later(self, type_: str, data: dict[str, Any]) -> None:
-        """Write an event beside the conversation: a barge-in cancelling the line must not
-        cancel the write (``run`` waits for them before the call ends)."""
-        job = asyncio.create_task(self._report_quietly(type_, data))
-        self._background.add(job)
-        job.add_done_callback(self._background.discard)
-
-    async def _report_quietly(self, type_: str, data: dict[str, Any]) -> None:
-        try:
-            await self.report(type_, data)
-        except Exception:
-            log.exception("could not record the event %s", type_)
+    async def apologise(self, reply: Reply, error: BrainError) -> None:
+        await self._apologise(reply, error)
 
     async def _after_line(self, reply: Reply, then_end: str | None) -> None:
         if then_end is None and reply.text and self.spec.ends_the_call(reply.text):
@@ -466,8 +394,12 @@ class TurnLoop:
         if first_media_at is not None and caller_ended_at is not None:
             self.latencies.append(first_media_at - caller_ended_at)
         if reply.text:
+            # When the caller began hearing it: a line queued behind another (the opening
+            # behind the disclosure) is heard only once that one has been.
             at = first_media_at or time.monotonic()
-            reply.entry = self.transcript.add(at, role="assistant", text=reply.text)
+            if reply.sentences:
+                at = max(at, reply.sentences[0][0])
+            reply.entry = self.transcript.say(at, "assistant", reply.text)
 
     async def _close_for_silence(self) -> None:
         self._ending = True
@@ -494,22 +426,3 @@ class TurnLoop:
         await self.speaker.finish()
         if not self.connection.handed_over:  # a warm transfer's bridge holds the call on
             await self.connection.hangup()
-
-
-async def _think(
-    brain: Brain,
-    spec: AgentSpec,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    out: asyncio.Queue[ReplyEvent | BrainError | None],
-) -> None:
-    try:
-        replies = brain.stream_reply(
-            messages, tools=tools, model=spec.model, temperature=spec.temperature
-        )
-        async for event in replies:
-            out.put_nowait(event)
-    except BrainError as exc:
-        out.put_nowait(exc)
-    else:
-        out.put_nowait(None)
