@@ -89,6 +89,9 @@ class Call(BaseModel):
     first_message: str | None = Field(
         description="Extension: what the agent says first when the call is answered"
     )
+    campaign_id: UUID | None = Field(
+        default=None, description="Extension: the campaign this call is an attempt of"
+    )
 
 
 class CallCreate(BaseModel):

@@ -105,8 +105,8 @@ def next_open(
     ``start_at``, ``end_at``), or None when there is none (past ``end_at``, or windows that never
     overlap in all the zones)."""
     after = after.astimezone(UTC)
-    start_at = _instant(schedule.get("start_at"))
-    end_at = _instant(schedule.get("end_at"))
+    start_at = instant(schedule.get("start_at"))
+    end_at = instant(schedule.get("end_at"))
     if start_at is not None and after < start_at:
         after = start_at
     if end_at is not None and after >= end_at:
@@ -126,7 +126,7 @@ def next_open(
     return None
 
 
-def _instant(value: Any) -> datetime | None:
+def instant(value: Any) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, datetime):

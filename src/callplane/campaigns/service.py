@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from callplane.agents.service import resolve_for_call
 from callplane.campaigns.schemas import CampaignCreate, CampaignUpdate, Pacing, Retry, Schedule
 from callplane.errors import Conflict, InvalidInput, NotFound
+from callplane.kit import wakeups
 from callplane.kit.pagination import count, offset
 from callplane.kit.tenancy import select_owned, update_owned
 from callplane.models.base import utcnow
@@ -176,6 +177,8 @@ async def move_campaign(
             .values(status="cancelled", updated_at=now)
             .execution_options(synchronize_session=False)
         )
+    if move.target == "running":
+        await wakeups.announce(session, wakeups.CALLS)  # the dialers, at once
     if move.event is not None:
         await emit_campaign_event(session, organization_id, moved, move.event)
     return moved
