@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from callplane.brain import BrainError, ReplyEvent, TextDelta, ToolCall
+from callplane.brain import Brain, BrainError, ReplyEvent, TextDelta, ToolCall
 from callplane.engine.agent import AgentSpec
 from callplane.engine.conversation.listening import Listener
 from callplane.engine.conversation.speaking import Speaker
@@ -191,7 +191,7 @@ class Conversation:
     """One conversation on the fakes: start it, act as the caller, await its end."""
 
     spec: AgentSpec = field(default_factory=AgentSpec)
-    brain: FakeBrain | None = None
+    brain: Brain | None = None
     answered_by: str = "human"
     ms_per_char: float = 1.0
     connection: FakeConnection = field(init=False)

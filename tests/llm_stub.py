@@ -13,6 +13,7 @@ the test's event loop). The callplane client talks real HTTP to it.
 - Whole requests of an agent test's judge get the next of ``verdicts`` (a pass once they run
   out); those of its caller persona the next of ``caller_lines`` ("[hang up]" once they run out).
 - ``mode="error"`` answers 500 to everything; ``mode="hang"`` answers nothing until stopped.
+- ``busy_first=n``: the first ``n`` streamed requests are answered 503 (a server's blip).
 
 Every request body is kept in ``requests`` for assertions.
 """
@@ -57,6 +58,7 @@ class StubLLM:
         words_per_chunk: int = 3,
         chunk_seconds: float = 0.0,
         after_tool: Sequence[Reply | str] = ("Done.",),
+        busy_first: int = 0,
         verdicts: Sequence[str] = (),
         caller_lines: Sequence[str] = (),
     ) -> None:
@@ -73,6 +75,7 @@ class StubLLM:
         self.words_per_chunk = words_per_chunk
         #: Time between streamed chunks: a model's pace (0: all at once).
         self.chunk_seconds = chunk_seconds
+        self.busy_first = busy_first
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._released = threading.Event()
@@ -104,6 +107,12 @@ class StubLLM:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _busy(self) -> bool:
+        with self._lock:
+            busy = self.busy_first > 0
+            self.busy_first -= busy
+            return busy
 
     def streamed_requests(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -183,6 +192,9 @@ def _handler_for(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
                 self._send_json(500, {"error": {"message": "the stub was told to fail"}})
                 return
             messages = body.get("messages") or []
+            if body.get("stream") and stub._busy():
+                self._send_json(503, {"error": {"message": "the stub is busy"}})
+                return
             if body.get("stream"):
                 self._stream(stub._reply_for(messages))
             else:

@@ -95,6 +95,8 @@ async def test_a_greeting_with_a_beep_is_a_voicemail_and_the_message_follows_the
     # stopped (one frame's slack for where the beep ends inside a frame).
     assert _onset_seconds(agent_channel) >= beep_ends - 0.02
     assert said[0]["timestamp"] >= beep_ends - 0.02
+    # The message is placed where it began to be heard: after the disclosure had been.
+    assert said[1]["timestamp"] > said[0]["timestamp"] + 0.5
     # ...and the message is on the recording, after the disclosure.
     assert rms(agent_channel[int(beep_ends * rate) :]) > 300
 

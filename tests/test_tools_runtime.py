@@ -12,7 +12,7 @@ from prometheus_client import REGISTRY
 
 from callplane.brain import TextDelta, ToolCall
 from callplane.engine.agent import AgentSpec
-from callplane.engine.conversation import turn_loop
+from callplane.engine.conversation import generation
 from callplane.engine.conversation.turn_loop import AGENT_HANGUP, REMOTE_HANGUP
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult
 from callplane.tools.registry import TOOL_TYPES
@@ -236,7 +236,7 @@ async def test_several_tool_calls_in_one_reply_run_at_once() -> None:
 
 
 async def test_a_slow_tool_has_its_line_said_while_it_runs(monkeypatch: Any) -> None:
-    monkeypatch.setattr(turn_loop, "SPEAK_WHILE_RUNNING_AFTER", 0.01)
+    monkeypatch.setattr(generation, "SPEAK_WHILE_RUNNING_AFTER", 0.01)
     lookup = Lookup({"type": "lookup", "speak_while_running": "One moment please."})
     lookup.gate = asyncio.Event()
     brain = FakeBrain([[ToolCall("lookup", {"order": "9"})], "It shipped."])

@@ -23,7 +23,7 @@ async def test_the_disclosure_is_said_before_the_first_message() -> None:
     assert await call.ended() == REMOTE_HANGUP
     assert call.lines() == [DISCLOSURE, "Hi, this is Acme."]
     assert call.synthesizer.spoken[0].startswith("This call is recorded")
-    # Two lines of the transcript, in the order they were heard.
+    # Two lines of the transcript, each where it began to be heard.
     assert call.transcript[0]["timestamp"] <= call.transcript[1]["timestamp"]
 
 
@@ -58,6 +58,10 @@ async def test_a_caller_speaking_over_the_disclosure_does_not_cut_it_off() -> No
     await call.ended()
     assert call.lines() == [DISCLOSURE, "Hi, this is Acme.", "Happy to help."]
     assert call.connection.interruptions == 0
+    # The first message is placed where it began to be heard, after the whole disclosure
+    # (55 characters at 20 ms: 1.1 s of audio).
+    disclosure, first, _ = [e for e in call.transcript if e["role"] == "assistant"]
+    assert first["timestamp"] - disclosure["timestamp"] >= 1.0
 
 
 async def test_a_voicemail_message_waits_for_the_beep_and_follows_the_disclosure() -> None:

@@ -8,6 +8,7 @@ from fastapi import APIRouter, FastAPI
 
 from callplane.agent_tests.router import router as agent_tests
 from callplane.agents.router import router as agents
+from callplane.audit_log.router import router as audit_log
 from callplane.call_tags.router import router as call_tags
 from callplane.calls.find_router import router as find_calls
 from callplane.calls.router import router as calls
@@ -49,6 +50,7 @@ V1_ROUTERS: tuple[APIRouter, ...] = (
     api_keys,
     campaigns,
     suppressions,
+    audit_log,
 )
 
 #: The one table the fast-path layer serves (``tests/test_fast_paths.py`` covers every entry).

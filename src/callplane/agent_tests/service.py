@@ -14,6 +14,7 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.agent_tests.replaying import replay_work
 from callplane.agent_tests.running import tools_of
 from callplane.agent_tests.spec import TestCreate, TestUpdate, validate_spec
 from callplane.agents.service import get_agent, resolve_ref
@@ -272,3 +273,52 @@ async def list_runs(
         .limit(page_size)
     )
     return list(runs), total
+
+
+async def start_replay(
+    session: AsyncSession,
+    organization_id: int,
+    agent_uuid: uuid.UUID,
+    *,
+    ref: str,
+    call_ids: list[uuid.UUID] | None,
+    last: int | None,
+) -> AgentRun:
+    agent = await get_agent(session, organization_id, agent_uuid)
+    commit = await resolve_ref(session, organization_id, agent.id, ref)
+    if commit is None:
+        raise InvalidInput("ref: no such branch or commit of this agent", loc=("body",))
+    work = await replay_work(session, organization_id, agent.uuid, call_ids=call_ids, last=last)
+    now = utcnow()
+    run = AgentRun(
+        organization_id=organization_id,
+        id=uuid.uuid4(),
+        agent_id=agent.id,
+        kind="replay",
+        ref=ref,
+        commit_id=commit.id,
+        mode="text",
+        status="running",
+        work=work,
+        results=[],
+        attempts=0,
+        created_at=now,
+        started_at=now,
+    )
+    session.add(run)
+    await session.flush()
+    await wakeups.announce(session, wakeups.AGENT_RUNS)
+    return run
+
+
+def replay_wire(run: AgentRun) -> dict[str, Any]:
+    return {
+        "id": str(run.id),
+        "ref": run.ref,
+        "commit_id": str(run.commit_id),
+        "status": run.status,
+        "calls": run.results,
+        "error": run.error,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+    }

@@ -209,3 +209,50 @@ class TestRunList(BaseModel):
     page: int
     page_size: int
     total_pages: int
+
+
+class ReplayCreate(_Body):
+    ref: Ref = "main"
+    call_ids: Annotated[list[UUID], Field(min_length=1, max_length=100)] | None = None
+    last: Annotated[int, Field(ge=1, le=100)] | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ReplayCreate:
+        if (self.call_ids is None) == (self.last is None):
+            raise ValueError("give either call_ids or last")
+        return self
+
+
+class ToolCallsBeforeAfter(BaseModel):
+    before: list[dict[str, Any]]
+    after: list[dict[str, Any]]
+
+
+class EndedBeforeAfter(BaseModel):
+    before: bool
+    after: bool
+
+
+class ReplayedCall(BaseModel):
+    call_id: UUID
+    original_commit_id: str | None
+    same_tool_calls: bool
+    tool_calls: ToolCallsBeforeAfter
+    ended: EndedBeforeAfter
+    transcript_after: list[dict[str, Any]]
+    summary_after: str | None
+
+
+class Replay(BaseModel):
+    id: UUID
+    ref: str
+    commit_id: UUID
+    status: Literal["running", "done", "error"]
+    calls: list[ReplayedCall]
+    error: str | None = None
+    started_at: datetime
+    finished_at: datetime | None
+
+
+class ReplayEnvelope(BaseModel):
+    replay: Replay

@@ -254,6 +254,7 @@ async def resolve_agent(
         agent_uuid=body.agent_id,
         branch_name=body.agent_branch_name,
         commit_id=body.agent_commit_id,
+        other_party=body.to_number,
     )
     required = [n for n in resolved.config.get("required_variables", []) if n not in body.params]
     if required:

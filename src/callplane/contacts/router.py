@@ -17,6 +17,7 @@ from fastapi import Path, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
+from callplane.audit.requests import audited_read
 from callplane.contacts import service
 from callplane.contacts.identifiers import normalize_identifier
 from callplane.contacts.schemas import (
@@ -104,6 +105,7 @@ async def put_contact_data(
 @router.get(
     _DATA_PATH, response_model=ContactData, summary="Read contact data", responses=_NOT_FOUND
 )
+@audited_read("contacts.read_data")
 async def get_contact_data(
     phone_number: PhoneNumberPath, request: Request, tenant: CurrentTenant
 ) -> Response:
@@ -131,6 +133,7 @@ async def delete_contact_data(
 
 
 @router.get("/contacts", response_model=ContactList, summary="List contacts with stored data")
+@audited_read("contacts.list")
 async def list_contacts(
     session: SessionDep,
     tenant: CurrentTenant,

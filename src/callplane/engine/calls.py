@@ -235,7 +235,9 @@ async def create_inbound_call(
     organization_id, number, agent_id, branch_name = found
     # The head of the number's branch at this moment is the commit the call runs (DESIGN §15).
     agent = (
-        await resolve_branch_head(session, organization_id, agent_id, branch_name)
+        await resolve_branch_head(
+            session, organization_id, agent_id, branch_name, other_party=offer.from_number
+        )
         if agent_id is not None
         else None
     )

@@ -34,6 +34,7 @@ from typing import Any
 from sqlalchemy import Select, func, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.agents.refs import MAIN
 from callplane.calls.events import NewCallEvent, record_call_events
 from callplane.calls.schemas import CallCreate
 from callplane.calls.service import create_call
@@ -214,8 +215,10 @@ async def _attempt(
             to_number=recipient.phone_number,
             from_number=campaign.from_number,
             agent_id=campaign.agent_uuid,
+            # On main (the default) the agent's traffic split, if any, picks the branch per
+            # recipient (agents/traffic.py), as for any call that names no other branch.
             agent_branch_name=campaign.agent_branch_name
-            if campaign.agent_commit_id is None
+            if campaign.agent_commit_id is None and campaign.agent_branch_name != MAIN
             else None,
             agent_commit_id=campaign.agent_commit_id,
             params={**campaign.params, **recipient.params},

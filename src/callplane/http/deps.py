@@ -15,6 +15,7 @@ from fastapi import Depends
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
+from callplane.audit.requests import attribute
 from callplane.http.auth import authenticate, authorize
 from callplane.http.unit_of_work import UNIT_OF_WORK, end_unit_of_work, get_session
 from callplane.kit.tenancy import Tenant
@@ -50,6 +51,7 @@ async def current_tenant(request: Request) -> Tenant:
         request, partial(get_session, request), runtime.key_cache, runtime.limiter
     )
     authorize(tenant, request.scope.get("route"))
+    attribute(request.scope, tenant.organization_id, f"api_key:{tenant.api_key_id}")
     return tenant
 
 

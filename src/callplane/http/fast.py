@@ -112,6 +112,8 @@ class FastPathLayer:
                     break  # an escaped spelling: the routes decode it their way
                 answer = entry.fast.take(scope, match)
                 if answer is not None:
+                    # As routing leaves them (the audit log names the resource from them).
+                    scope["path_params"] = match.groupdict()
                     await self._serve(entry, answer, scope, receive, send)
                     return
         await self.app(scope, receive, send)

@@ -28,6 +28,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from callplane.audit.requests import audit_action_for, resource_type_for
 from callplane.http.body import BodyPolicy
 from callplane.http.conventions import require_utf8_path
 from callplane.http.families import ErrorFamily
@@ -71,6 +72,9 @@ def family_route_class(family: ErrorFamily, scopes: RouteScopes) -> type[APIRout
         body_policy: BodyPolicy
         #: the scope a key needs here; None for a route that takes no key
         required_scope: str | None
+        #: what its requests are recorded as in the audit log (None: a read not audited)
+        audit_action: str | None
+        audit_resource_type: str
 
         def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
             responses = family.openapi_responses()
@@ -81,7 +85,11 @@ def family_route_class(family: ErrorFamily, scopes: RouteScopes) -> type[APIRout
             # route); FastAPI must then parse what the policy hands it.
             kwargs["strict_content_type"] = False
             self.body_policy = policy_of(endpoint)
-            self.required_scope = scopes.for_route(kwargs.get("methods") or ("GET",), endpoint)
+            methods = kwargs.get("methods") or ("GET",)
+            self.required_scope = scopes.for_route(methods, endpoint)
+            tags = kwargs.get("tags") or ()
+            self.audit_resource_type = resource_type_for(tags)
+            self.audit_action = audit_action_for(endpoint, methods, tags)
             if self.required_scope is not None:
                 responses.setdefault(
                     403,

@@ -57,6 +57,13 @@ class Call(Base):
         # calls in dialing/in_progress whose lease ran out. The one calls index not led by
         # organization_id, because the dispatcher serves every organization.
         Index("ix_calls_status_created_at_id", "status", "created_at", "id"),
+        # An agent's latest calls (replays of its last N calls).
+        Index(
+            "ix_calls_organization_id_agent_uuid_created_at",
+            "organization_id",
+            "agent_uuid",
+            "created_at",
+        ),
         # GET /calls/screen_pop/{token}. Partial: only transferred calls carry a token, so the
         # other calls' inserts (and `callplane load`) pay nothing for it.
         Index(

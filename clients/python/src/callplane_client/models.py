@@ -274,8 +274,81 @@ class Agent(Model):
     default_branch: str
     branches: list[Branch]
     config: dict[str, Any]
+    merge_requires_passing_tests: bool
     created_at: str
     updated_at: str
+
+
+class AgentTest(Model):
+    """A test of an agent (docs/agent-tests.md)."""
+
+    id: str
+    name: str
+    turns: list[dict[str, Any]] | None
+    caller: dict[str, Any] | None
+    params: dict[str, Any]
+    contact: str | None
+    mocks: dict[str, Any]
+    expect: dict[str, Any]
+    judge: list[str]
+    repeat: int
+    pass_rate: float
+    created_at: str
+    updated_at: str
+
+
+class TestRunOfTest(Model):
+    """One repetition of a test: its failures, transcript and reply latencies (audio)."""
+
+    __test__ = False
+    passed: bool
+    failures: list[str]
+    transcript: list[TranscriptEntry]
+    reply_ms: list[int]
+
+
+class TestResult(Model):
+    __test__ = False
+    test: str
+    passed: bool
+    pass_rate: float
+    runs: list[TestRunOfTest]
+
+
+class TestRun(Model):
+    """A run of an agent's tests on one commit: ``running``, then ``passed``, ``failed`` or
+    ``error`` (with ``error`` saying why)."""
+
+    __test__ = False
+    id: str
+    ref: str
+    commit_id: str
+    mode: str
+    status: str
+    results: list[TestResult]
+    error: str | None
+    started_at: str
+    finished_at: str | None
+
+
+class Replay(Model):
+    """Real calls replayed against a commit; ``calls`` compares each, once ``status`` is
+    ``done``."""
+
+    id: str
+    ref: str
+    commit_id: str
+    status: str
+    calls: list[dict[str, Any]]
+    error: str | None
+    started_at: str
+    finished_at: str | None
+
+
+class Traffic(Model):
+    """The agent's traffic split: ``[{"branch", "weight"}]`` (empty: every call runs main)."""
+
+    splits: list[dict[str, Any]]
 
 
 class AgentCreated(Model):
@@ -389,6 +462,39 @@ class Suppression(Model):
     phone_number: str
     reason: str | None
     created_at: str
+
+
+class KnowledgeBase(Model):
+    """Documents an agent can look things up in, stemmed in ``language``."""
+
+    id: str
+    name: str
+    language: str
+    document_count: int
+    created_at: str
+    updated_at: str
+
+
+class KnowledgeDocument(Model):
+    """A document of a knowledge base (its text is in its chunks, found by search)."""
+
+    id: str
+    knowledge_base_id: str
+    title: str
+    url: str | None
+    content_type: str
+    characters: int
+    chunk_count: int
+    created_at: str
+
+
+class SearchResult(Model):
+    """A chunk a search found: the document, its title path, the text, the engine's score."""
+
+    document_id: str
+    title: str
+    text: str
+    score: float
 
 
 class Result(Model):

@@ -4,7 +4,8 @@ Three parts run at once, after pipecat's and livekit-agents' split of a voice pi
 
     Listener (listening.py)   media in -> CallerSpeaking / CallerSaid / CallerGone
     TurnLoop (here)           decides: record the turn, start a reply, barge in, hang up
-    reply task (here)         brain stream -> sentences -> Speaker (speaking.py) -> media out
+    reply task                brain stream and tools (generation.py) -> sentences -> Speaker
+                              (speaking.py) -> media out
 
 Each agent line is a ``Reply`` (reply.py): what was queued and heard of it, whether it was cut
 off, and a way to wait until it has been heard. A reply streams from the brain in its own task,
@@ -15,9 +16,11 @@ stops, the reply is cancelled, and what the caller heard of it is what the trans
 The agent (``AgentSpec``, agent.py) decides the rest: its prompt, opening, model; the call
 ends when the brain asks ``end_call`` or a line holds an end-call phrase (once the line has
 been heard), at the maximum length, after a silence (with a closing line), or at a voicemail
-(hung up at once, or once a message left after the greeting). A brain that fails or times out
-gets a short apology and a hang-up — the call ends ``completed``, never hung — and an event
-saying why.
+(hung up at once, or once a message left after the greeting's beep or the quiet after it). A
+brain that fails or times out gets a short apology and a hang-up — the call ends ``completed``,
+never hung — and an event saying why (one busy or unreachable brain is asked again first, in
+``generation.py``). The agent's disclosure, if it has one, is said before anything else and no
+barge-in cuts it off (docs/answering-machines.md).
 """
 
 from __future__ import annotations
@@ -26,22 +29,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
 
-from callplane.brain import (
-    Brain,
-    BrainError,
-    ChatHistory,
-    ReplyEvent,
-    Said,
-    SentenceSplitter,
-    TextDelta,
-    ToolCall,
-)
-from callplane.brain.history import ToolAnswered, ToolCalled
+from callplane.brain import Brain, BrainError
 from callplane.engine.agent import AgentSpec
+from callplane.engine.conversation.generation import Generation, Report
 from callplane.engine.conversation.listening import (
     CallerEvent,
     CallerGone,
@@ -51,13 +45,16 @@ from callplane.engine.conversation.listening import (
 )
 from callplane.engine.conversation.reply import Reply
 from callplane.engine.conversation.speaking import Speaker
+from callplane.engine.conversation.transcript import TranscriptLog
 from callplane.observability import metrics, turns
 from callplane.speech.answering import GreetingEnd
 from callplane.telephony.base import Connection
-from callplane.tools import ToolContext, knowledge
+from callplane.tools import ToolContext
 from callplane.tools.opt_out import GOODBYE as OPT_OUT_GOODBYE
 from callplane.tools.opt_out import OPTED_OUT, opt_out
-from callplane.tools.toolbox import Toolbox, ToolUse, error_text
+from callplane.tools.toolbox import Toolbox
+
+__all__ = ["Report", "TranscriptLog", "TurnLoop"]
 
 log = logging.getLogger("callplane.engine.turns")
 
@@ -71,15 +68,6 @@ MAX_LENGTH = "maximum call length reached"
 SILENCE = "the caller was silent"
 VOICEMAIL = "the agent hung up on a voicemail"
 
-#: Brain requests with tools in one answer; the last is asked without them, so a brain that
-#: keeps calling tools still ends up saying something.
-MAX_TOOL_ROUNDS = 5
-#: A tool without a result by then: its ``speak_while_running`` line is said.
-SPEAK_WHILE_RUNNING_AFTER = 1.0
-INTERRUPTED = "interrupted: the caller spoke before it finished"
-
-#: ``report(type, data)``: writes one of the call's events.
-Report = Callable[[str, dict[str, Any]], Awaitable[None]]
 #: A line to say, into the reply it is given.
 Line = Callable[[Reply], Coroutine[Any, Any, None]]
 
@@ -87,39 +75,6 @@ Line = Callable[[Reply], Coroutine[Any, Any, None]]
 @dataclass(frozen=True)
 class GreetingOver:
     """A voicemail's greeting has ended (its beep, or quiet after it): record the message."""
-
-
-@dataclass
-class TranscriptLog:
-    """The call's chat history on the call's clock: ``at`` is a ``time.monotonic()`` reading,
-    stored as seconds since the call was answered. ``entries`` (the SPEC transcript the call
-    stores) is kept in step with it."""
-
-    entries: list[dict[str, Any]]
-    #: Seconds since the call was answered, now.
-    elapsed: Callable[[], float]
-    history: ChatHistory = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.history = ChatHistory(transcript=self.entries)
-
-    def _stamp(self, at: float) -> float:
-        return round(max(0.0, self.elapsed() - (time.monotonic() - at)), 3)
-
-    def say(self, at: float, role: Literal["user", "assistant"], text: str) -> Said:
-        return self.history.add(Said(role, text, self._stamp(at)))
-
-    def call(self, at: float, call: ToolCall) -> ToolCall:
-        """Record the brain's call; the call as the toolbox runs it, with the history's id."""
-        call = replace(call, call_id=self.history.call_id())
-        self.history.add(ToolCalled(call.call_id, call.name, call.arguments, self._stamp(at)))
-        return call
-
-    def answer(self, at: float, call: ToolCall, text: str) -> None:
-        self.history.add(ToolAnswered(call.call_id, call.name, text, self._stamp(at)))
-
-    def messages(self, call_prompt: str | None) -> list[dict[str, Any]]:
-        return self.history.messages(call_prompt)
 
 
 @dataclass
@@ -153,15 +108,25 @@ class TurnLoop:
     tool_context: ToolContext | None = None
     #: The agent's tools (built from ``spec.tools`` when not given).
     toolbox: Toolbox | None = None
-    #: Event writes not awaited where they were started (a cancelled tool use's).
-    _background: set[asyncio.Task[Any]] = field(default_factory=set)
+    #: The brain's answers and tool rounds (None without a brain).
+    _generation: Generation | None = None
 
     def __post_init__(self) -> None:
         if self.toolbox is None:
             self.toolbox = Toolbox.from_configs(self.spec.tools)
         if self.tool_context is None:
             self.tool_context = ToolContext(connection=self.connection)
-        self.tool_context.say = self._say_for_tool
+        if self.brain is not None:
+            self._generation = Generation(
+                lines=self,
+                speaker=self.speaker,
+                transcript=self.transcript,
+                spec=self.spec,
+                brain=self.brain,
+                toolbox=self.toolbox,
+                tool_context=self.tool_context,
+                report=self.report,
+            )
 
     async def run(self) -> str:
         """Hold the conversation until it ends; why it ended."""
@@ -182,9 +147,8 @@ class TurnLoop:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-            for task in list(self._background):
-                with contextlib.suppress(Exception):
-                    await task
+            if self._generation is not None:
+                await self._generation.settle()
         if self._reason is not None:
             return self._reason
         return AGENT_HANGUP if self.connection.ended_by == "local" else REMOTE_HANGUP
@@ -390,180 +354,34 @@ class TurnLoop:
         timing: turns.TurnTiming | None = None,
         heard: str | None = None,
     ) -> None:
-        """The brain's answer; when it asks for tools, they run (all at once), their results go
-        back and the brain answers again, in a new line (``follow``) on the same task."""
-        if heard is not None:
-            await self._consult(heard)
-        rounds = 0
-        while True:
-            calls = await self._generate(reply, caller_ended_at, rounds < MAX_TOOL_ROUNDS, timing)
-            rounds += 1
-            if calls is None:
-                return  # the brain failed: apologised, hung up
-            if not calls:
-                await self._after_line(reply, None)
-                return
-            if reply.first_media_at is not None:
-                # The turn's latency was measured on this line.
-                caller_ended_at, timing = None, None
-            follow = Reply()
-            follow.task = reply.task
-            self._reply = follow
-            uses = await self._use_tools(follow, calls, caller_ended_at)
-            ending = next((use.end_call for use in uses if use.end_call), None)
-            if ending is not None:
-                self._close_line(follow, None)
-                if not reply.interrupted and not follow.interrupted:
-                    self._ending = True
-                    await reply.wait_for_playout()
-                    await follow.wait_for_playout()
-                    await self._end_call(ending)
-                return
-            if follow.first_media_at is not None:
-                caller_ended_at, timing = None, None
-            reply = follow
+        """The brain's answer (``generation.py``: its requests and tool rounds); then what the
+        answer's last line decides: the call ends after it, or the conversation goes on."""
+        assert self._generation is not None
+        answered = await self._generation.answer(reply, caller_ended_at, timing, heard)
+        if answered.failed:
+            return  # apologised, hung up
+        last = answered.reply
+        if answered.end_call is None:
+            await self._after_line(last, None)
+        elif not answered.previous.interrupted and not last.interrupted:
+            self._ending = True
+            await answered.previous.wait_for_playout()
+            await last.wait_for_playout()
+            await self._end_call(answered.end_call)
 
-    async def _generate(
-        self,
-        reply: Reply,
-        caller_ended_at: float | None,
-        offer_tools: bool,
-        timing: turns.TurnTiming | None = None,
-    ) -> list[ToolCall] | None:
-        """One brain request, spoken into ``reply`` and recorded; the tools it asked for
-        (recorded too), or None when the brain failed."""
-        assert self.brain is not None and self.toolbox is not None
-        messages = self.transcript.messages(self.spec.prompt)
-        tools = self.toolbox.definitions() if offer_tools else []
-        stream: asyncio.Queue[ReplyEvent | BrainError | None] = asyncio.Queue()
-        thinking = asyncio.create_task(_think(self.brain, self.spec, messages, tools, stream))
-        # Nothing said yet on this line: its first words may go ahead of their sentence.
-        splitter = SentenceSplitter(opening_clause=not reply.sentences)
-        tool_calls: list[ToolCall] = []
-        try:
-            while (item := await stream.get()) is not None:
-                if isinstance(item, BrainError):
-                    raise item
-                if isinstance(item, TextDelta):
-                    turns.token(timing)
-                    for sentence in splitter.feed(item.text):
-                        await self.speaker.say(reply, sentence)
-                else:
-                    tool_calls.append(item)
-            if rest := splitter.flush():
-                await self.speaker.say(reply, rest)
-            await self.speaker.end_line(reply)
-        except BrainError as exc:
-            await self._apologise(reply, exc)
-            return None
-        finally:
-            thinking.cancel()
-            self._close_line(reply, caller_ended_at)
-        if not offer_tools and tool_calls:
-            # Tools were not offered this time: what was said stands, the calls are dropped.
-            log.warning("the brain asked for tools it was not offered; ignored")
-            return []
-        now = time.monotonic()
-        calls = [self.transcript.call(now, call) for call in tool_calls]
-        await turns.report(timing, reply.first_media_at, self.transcript.elapsed, self.report)
-        return calls
+    # What generation asks of the conversation (``generation.Lines``).
 
-    async def _use_tools(
-        self, follow: Reply, calls: list[ToolCall], caller_ended_at: float | None
-    ) -> list[ToolUse]:
-        """Every call at once; a line to hold the caller if none has answered within a
-        second; each use recorded (transcript, ``tool.called``) as it is answered. A barge-in
-        cancels the uses still running: they are recorded as interrupted."""
-        assert self.toolbox is not None and self.tool_context is not None
-        toolbox, context = self.toolbox, self.tool_context
-        pending = {asyncio.create_task(toolbox.use(call, context)): call for call in calls}
-        uses: list[ToolUse] = []
-        hold = toolbox.speak_while_running(calls)
-        began = time.monotonic()
-        try:
-            while pending:
-                timeout = None
-                if hold is not None:
-                    timeout = max(0.0, began + SPEAK_WHILE_RUNNING_AFTER - time.monotonic())
-                done, _ = await asyncio.wait(
-                    pending, timeout=timeout, return_when="FIRST_COMPLETED"
-                )
-                if not done and hold is not None:
-                    line, hold = hold, None
-                    await self._say_hold(line, caller_ended_at)
-                for task in done:
-                    del pending[task]
-                    use = task.result()
-                    uses.append(use)
-                    await self._record_use(use)
-        finally:
-            if pending:
-                for task in pending:
-                    task.cancel()
-                for call in pending.values():
-                    use = ToolUse(
-                        call, error_text(INTERRUPTED), "interrupted", time.monotonic() - began
-                    )
-                    self.transcript.answer(time.monotonic(), call, use.text)
-                    self._report_later("tool.called", use.event())
-        return uses
+    def follow(self, reply: Reply) -> Reply:
+        follow = Reply()
+        follow.task = reply.task
+        self._reply = follow
+        return follow
 
-    async def _say_for_tool(self, line: str) -> None:
-        """A tool's line to the caller (a transfer's message), heard before the tool goes on."""
-        said = Reply()
-        await self.speaker.say(said, line)
-        await self.speaker.end_line(said)
-        self._close_line(said, None)
-        await said.wait_for_playout()
+    def close_line(self, reply: Reply, caller_ended_at: float | None) -> None:
+        self._close_line(reply, caller_ended_at)
 
-    async def _say_hold(self, line: str, caller_ended_at: float | None) -> None:
-        hold = Reply()
-        await self.speaker.say(hold, line)
-        await self.speaker.end_line(hold)
-        self._close_line(hold, caller_ended_at)
-
-    async def _record_use(self, use: ToolUse) -> None:
-        self.transcript.answer(time.monotonic(), use.call, use.text)
-        self._report_later("tool.called", use.event())
-
-    async def _consult(self, heard: str) -> None:
-        """``knowledge.auto``: the caller's words looked up before the brain is asked; what was
-        found goes into the history as a ``knowledge_search`` call and its answer (the brain
-        reads it, the transcript shows it) and into an ``agent.knowledge`` event. A search
-        that fails or is slow is left out: the reply never waits long on it."""
-        context = self.tool_context
-        if not knowledge.auto_enabled(self.spec.knowledge) or context is None:
-            return
-        if context.runtime is None or context.organization_id is None:
-            return
-        assert self.spec.knowledge is not None
-        try:
-            async with asyncio.timeout(knowledge.AUTO_TIMEOUT_SECONDS):
-                consulted = await knowledge.consult(
-                    context.runtime, context.organization_id, self.spec.knowledge, heard
-                )
-        except Exception:
-            log.exception("knowledge.auto failed; answering without it")
-            return
-        if consulted is None:
-            return
-        now = time.monotonic()
-        call = self.transcript.call(now, ToolCall(knowledge.TYPE, {"query": consulted.query}))
-        self.transcript.answer(now, call, consulted.text)
-        self._report_later("agent.knowledge", consulted.event)
-
-    def _report_later(self, type_: str, data: dict[str, Any]) -> None:
-        """Write an event beside the conversation: a barge-in cancelling the line must not
-        cancel the write (``run`` waits for them before the call ends)."""
-        job = asyncio.create_task(self._report_quietly(type_, data))
-        self._background.add(job)
-        job.add_done_callback(self._background.discard)
-
-    async def _report_quietly(self, type_: str, data: dict[str, Any]) -> None:
-        try:
-            await self.report(type_, data)
-        except Exception:
-            log.exception("could not record the event %s", type_)
+    async def apologise(self, reply: Reply, error: BrainError) -> None:
+        await self._apologise(reply, error)
 
     async def _after_line(self, reply: Reply, then_end: str | None) -> None:
         if then_end is None and reply.text and self.spec.ends_the_call(reply.text):
@@ -623,22 +441,3 @@ class TurnLoop:
         await self.speaker.finish()
         if not self.connection.handed_over:  # a warm transfer's bridge holds the call on
             await self.connection.hangup()
-
-
-async def _think(
-    brain: Brain,
-    spec: AgentSpec,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    out: asyncio.Queue[ReplyEvent | BrainError | None],
-) -> None:
-    try:
-        replies = brain.stream_reply(
-            messages, tools=tools, model=spec.model, temperature=spec.temperature
-        )
-        async for event in replies:
-            out.put_nowait(event)
-    except BrainError as exc:
-        out.put_nowait(exc)
-    else:
-        out.put_nowait(None)

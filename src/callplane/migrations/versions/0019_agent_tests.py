@@ -109,9 +109,15 @@ def upgrade() -> None:
         sqlite_where=sa.text(_QUEUED),
         postgresql_where=sa.text(_QUEUED),
     )
+    op.create_index(
+        "ix_calls_organization_id_agent_uuid_created_at",
+        "calls",
+        ["organization_id", "agent_uuid", "created_at"],
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_calls_organization_id_agent_uuid_created_at", table_name="calls")
     op.drop_table("agent_runs")
     op.drop_table("agent_tests")
     with op.batch_alter_table("agents") as batch_op:
