@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from callplane.dashboard import (
     agents,
     calls,
+    campaigns,
     contacts,
     external_calls,
     keys,
@@ -43,6 +44,7 @@ PAGES = (
     external_calls.router,
     numbers.router,
     agents.router,
+    campaigns.router,
     knowledge.router,
     webhooks.router,
     keys.router,
