@@ -14,6 +14,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.dashboard import (
+    agent_tests,
     agents,
     calls,
     contacts,
@@ -42,6 +43,7 @@ PAGES = (
     external_calls.router,
     numbers.router,
     agents.router,
+    agent_tests.router,
     webhooks.router,
     keys.router,
     talk.router,
