@@ -193,6 +193,18 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("list_suppressions", {"page": 1, "page_size": 10}),
     ("delete_suppression", {"phone_number": "+15550000009"}),
     ("archive_agent", {"uuid": "$agent_id"}),
+    ("create_knowledge_base", {"body": {"name": "Generated", "language": "en"}}),
+    ("list_knowledge_bases", {}),
+    ("get_knowledge_base", {"uuid": "$knowledge_base_id"}),
+    (
+        "add_document",
+        {"uuid": "$knowledge_base_id", "body": {"title": "Returns", "text": "Worn shoes mend."}},
+    ),
+    ("list_documents", {"uuid": "$knowledge_base_id"}),
+    ("get_document", {"uuid": "$knowledge_base_id", "document_id": "$document_id"}),
+    ("search_knowledge_base", {"uuid": "$knowledge_base_id", "body": {"query": "shoes"}}),
+    ("delete_document", {"uuid": "$knowledge_base_id", "document_id": "$document_id"}),
+    ("delete_knowledge_base", {"uuid": "$knowledge_base_id"}),
     ("create_api_key", {"body": {"name": "generated", "scopes": ["calls:read"]}}),
     ("list_api_keys", {"page": 1, "page_size": 10}),
     ("delete_api_key", {"id": "$api_key_id"}),
@@ -222,6 +234,10 @@ def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
         saved["campaign_id"] = body["campaign"]["id"]
     elif operation == "create_commit":
         saved["commit_id"] = body["commit"]["id"]
+    elif operation == "create_knowledge_base":
+        saved["knowledge_base_id"] = body["knowledge_base"]["id"]
+    elif operation == "add_document":
+        saved["document_id"] = body["document"]["id"]
     elif operation == "create_replay":
         saved["replay_id"] = body["replay"]["id"]
     elif operation == "create_test_run":

@@ -6,6 +6,7 @@ it costs no database."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import callplane
@@ -189,7 +190,6 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("http", "observability", "jobs"),
     ("call_tags", "contacts", "custom_data", "recordings", "voices", "webhooks", "server"),
     ("knowledge",),
-    ("knowledge",),
     ("external_calls", "tools", "migrations"),
     ("agents",),
     ("campaigns", "agent_tests"),
@@ -251,3 +251,15 @@ def test_imports_run_down_the_floors() -> None:
         and (module, target) not in UPWARD
     )
     assert upward == [], "import from a lower floor, or name the arrow in UPWARD with why"
+
+
+def test_the_map_in_the_docs_draws_these_floors() -> None:
+    """docs/development.md's map of the house is FLOORS, top floor first."""
+    page = (Path(__file__).parents[1] / "docs" / "development.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| ((?:`[\w.]+/?`(?:, )?)+) \|", page, re.MULTILINE)
+    drawn = {
+        int(floor): sorted(name.strip("`/").removesuffix(".py") for name in cells.split(", "))
+        for floor, cells in rows
+    }
+    pinned = {level: sorted(units) for level, units in enumerate(FLOORS, 1)}
+    assert drawn == pinned, "update the map in docs/development.md"

@@ -68,6 +68,16 @@ def _unique_tool_names(tools: list[Any]) -> list[Any]:
     return tools
 
 
+#: What people say when they do not want to be called again (``opt_out_phrases``' default).
+OPT_OUT_PHRASES = (
+    "stop calling",
+    "do not call",
+    "don't call me",
+    "remove me from your list",
+    "take me off your list",
+)
+
+
 class AgentConfig(_Strict):
     """Every key of DESIGN §15's config."""
 
@@ -102,6 +112,11 @@ class AgentConfig(_Strict):
         list[Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]],
         Field(max_length=20),
     ] = []
+    #: A caller line holding one puts the number on the do-not-call list and ends the call.
+    opt_out_phrases: Annotated[
+        list[Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]],
+        Field(max_length=20),
+    ] = Field(default_factory=lambda: list(OPT_OUT_PHRASES))
     summary_prompt: Annotated[SafeStr, StringConstraints(max_length=10_000)] | None = None
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
     knowledge: Knowledge | None = None
