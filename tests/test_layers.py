@@ -189,7 +189,6 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("http", "observability", "jobs"),
     ("call_tags", "contacts", "custom_data", "recordings", "voices", "webhooks", "server"),
     ("knowledge",),
-    ("knowledge",),
     ("external_calls", "tools", "migrations"),
     ("agents",),
     ("campaigns", "agent_tests"),
