@@ -13,12 +13,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.calls import events, service
 from callplane.calls.schemas import CallCreate
+from callplane.errors import InvalidInput
 from callplane.kit import wakeups
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
 
 
-async def place_call(session: AsyncSession, organization_id: int, body: CallCreate) -> Call:
+async def place_call(
+    session: AsyncSession, runtime: Runtime, organization_id: int, body: CallCreate
+) -> Call:
+    if body.simulate is not None and runtime.settings.telephony != "simulated":
+        raise InvalidInput(
+            "simulate: is only for the simulated network (CALLPLANE_TELEPHONY=simulated)",
+            loc=("body", "simulate"),
+        )
     call = await service.create_call(session, organization_id, body)
     await wakeups.announce(session, wakeups.CALLS)
     return call
