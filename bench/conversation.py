@@ -36,9 +36,9 @@ from tests.llm_stub import StubLLM  # noqa: E402
 
 from callplane.brain import ChatCompletionsBrain  # noqa: E402
 from callplane.engine.agent import AgentSpec  # noqa: E402
-from callplane.engine.listening import Listener  # noqa: E402
-from callplane.engine.speaking import Speaker  # noqa: E402
-from callplane.engine.turn_loop import TranscriptLog, TurnLoop  # noqa: E402
+from callplane.engine.conversation.listening import Listener  # noqa: E402
+from callplane.engine.conversation.speaking import Speaker  # noqa: E402
+from callplane.engine.conversation.turn_loop import TranscriptLog, TurnLoop  # noqa: E402
 from callplane.settings import Settings  # noqa: E402
 from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
 from callplane.speech.transcriber import WhisperTranscriber, shared_transcriber  # noqa: E402

@@ -1,4 +1,4 @@
-"""Benchmark: false turn ends and end-of-turn latency, smart vs silence endpointing (DESIGN §16).
+"""Benchmark: false turn ends and end-of-turn latency, model vs smart vs silence endpointing.
 
     .venv/bin/python bench/endpointing.py [--modes smart,silence]
 
@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from callplane.engine.endpointing import Endpointing  # noqa: E402
-from callplane.engine.listening import CallerSaid, Listener  # noqa: E402
+from callplane.engine.conversation.endpointing import Endpointing  # noqa: E402
+from callplane.engine.conversation.listening import CallerSaid, Listener  # noqa: E402
 from callplane.settings import Settings  # noqa: E402
 from callplane.speech.transcriber import WhisperTranscriber, shared_transcriber  # noqa: E402
 from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame  # noqa: E402
@@ -215,7 +215,7 @@ async def run(modes: list[str], verbose: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
-    parser.add_argument("--modes", default="smart,silence")
+    parser.add_argument("--modes", default="model,smart,silence")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     asyncio.run(run(args.modes.split(","), args.verbose))

@@ -41,10 +41,10 @@ from tests.llm_stub import StubLLM  # noqa: E402
 
 from callplane.brain import ChatCompletionsBrain  # noqa: E402
 from callplane.engine.agent import AgentSpec  # noqa: E402
-from callplane.engine.endpointing import Endpointing  # noqa: E402
-from callplane.engine.listening import Listener  # noqa: E402
-from callplane.engine.speaking import Speaker  # noqa: E402
-from callplane.engine.turn_loop import TranscriptLog, TurnLoop  # noqa: E402
+from callplane.engine.conversation.endpointing import Endpointing  # noqa: E402
+from callplane.engine.conversation.listening import Listener  # noqa: E402
+from callplane.engine.conversation.speaking import Speaker  # noqa: E402
+from callplane.engine.conversation.turn_loop import TranscriptLog, TurnLoop  # noqa: E402
 from callplane.observability import turns  # noqa: E402
 from callplane.settings import Settings  # noqa: E402
 from callplane.speech.base import Segment, Synthesizer, Transcriber  # noqa: E402
@@ -290,7 +290,11 @@ def main() -> None:
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    registry = Synthesizers("espeak-ng:en-us", None, piper_processes=args.piper_processes)
+    registry = Synthesizers(
+        Settings(  # type: ignore[call-arg]
+            _env_file=None, voice_engine="espeak-ng:en-us", piper_processes=args.piper_processes
+        )
+    )
     voices = {PIPER: registry.get(PIPER), "espeak-ng:en-us": registry.get("espeak-ng:en-us")}
     # The worker's own live transcriber (engine/providers.py), whatever it is set up to do.
     transcriber = shared_transcriber(Settings(_env_file=None), "live")  # type: ignore[call-arg]

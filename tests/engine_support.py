@@ -13,9 +13,10 @@ from fastapi import FastAPI
 
 from callplane.engine.agent import AgentCommit
 from callplane.engine.worker import Engine
+from callplane.models.calls import TERMINAL_STATUSES
 from tests.factories import OrgHandle, runtime_of
 
-TERMINAL = {"completed", "failed", "no_answer", "busy", "cancelled"}
+TERMINAL = set(TERMINAL_STATUSES)
 
 #: Short timings so calls go through their whole lifecycle in a fraction of a second.
 FAST_ENGINE: dict[str, Any] = {

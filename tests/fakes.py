@@ -16,11 +16,11 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from callplane.brain import BrainError, ReplyEvent, TextDelta, ToolCall
+from callplane.brain import Brain, BrainError, ReplyEvent, TextDelta, ToolCall
 from callplane.engine.agent import AgentSpec
-from callplane.engine.listening import Listener
-from callplane.engine.speaking import Speaker
-from callplane.engine.turn_loop import TranscriptLog, TurnLoop
+from callplane.engine.conversation.listening import Listener
+from callplane.engine.conversation.speaking import Speaker
+from callplane.engine.conversation.turn_loop import TranscriptLog, TurnLoop
 from callplane.speech.base import Segment, Synthesizer, Transcriber
 from callplane.speech.vad import SpeechStarted, TurnEnded, TurnEvent
 from callplane.telephony.base import (
@@ -191,7 +191,7 @@ class Conversation:
     """One conversation on the fakes: start it, act as the caller, await its end."""
 
     spec: AgentSpec = field(default_factory=AgentSpec)
-    brain: FakeBrain | None = None
+    brain: Brain | None = None
     answered_by: str = "human"
     ms_per_char: float = 1.0
     connection: FakeConnection = field(init=False)

@@ -147,11 +147,67 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("diff", {"uuid": "$agent_id", "from_": "generated", "to": "main"}),
     ("merge_branch", {"uuid": "$agent_id", "name": "generated", "body": {"into": "main"}}),
     ("converse", {"uuid": "$agent_id", "body": {"ref": "generated"}}),
+    (
+        "create_agent_test",
+        {"uuid": "$agent_id", "body": {"name": "generated", "turns": [{"user": "Hi"}]}},
+    ),
+    ("list_agent_tests", {"uuid": "$agent_id"}),
+    ("get_agent_test", {"uuid": "$agent_id", "name": "generated"}),
+    ("update_agent_test", {"uuid": "$agent_id", "name": "generated", "body": {"repeat": 2}}),
+    ("create_test_run", {"uuid": "$agent_id", "body": {"ref": "main"}}),
+    ("list_test_runs", {"uuid": "$agent_id", "page": 1, "page_size": 10}),
+    ("get_test_run", {"uuid": "$agent_id", "run_id": "$test_run_id"}),
+    ("delete_agent_test", {"uuid": "$agent_id", "name": "generated"}),
+    ("create_replay", {"uuid": RILEY, "body": {"last": 1}}),
+    ("get_replay", {"uuid": RILEY, "replay_id": "$replay_id"}),
+    (
+        "put_traffic",
+        {
+            "uuid": "$agent_id",
+            "body": {
+                "splits": [{"branch": "main", "weight": 90}, {"branch": "generated", "weight": 10}]
+            },
+        },
+    ),
+    ("get_traffic", {"uuid": "$agent_id"}),
+    ("delete_traffic", {"uuid": "$agent_id"}),
     ("delete_branch", {"uuid": "$agent_id", "name": "generated"}),
     ("create_number", {"body": {"number": "+14155550177", "agent_id": "$agent_id"}}),
     ("list_numbers", {}),
     ("delete_number", {"uuid": "$number_id"}),
+    ("create_campaign", {"body": {"name": "Generated", "agent_id": "$agent_id"}}),
+    ("list_campaigns", {"page": 1, "page_size": 10}),
+    ("get_campaign", {"uuid": "$campaign_id"}),
+    ("update_campaign", {"uuid": "$campaign_id", "body": {"name": "Generated 2"}}),
+    (
+        "add_recipients",
+        {"uuid": "$campaign_id", "body": {"recipients": [{"phone_number": "+15550000000"}]}},
+    ),
+    ("list_recipients", {"uuid": "$campaign_id", "page": 1, "page_size": 10}),
+    ("start_campaign", {"uuid": "$campaign_id"}),
+    ("pause_campaign", {"uuid": "$campaign_id"}),
+    ("resume_campaign", {"uuid": "$campaign_id"}),
+    ("cancel_campaign", {"uuid": "$campaign_id"}),
+    ("export_campaign", {"uuid": "$campaign_id"}),
+    ("create_suppression", {"body": {"phone_number": "+15550000009", "reason": "asked"}}),
+    ("list_suppressions", {"page": 1, "page_size": 10}),
+    ("delete_suppression", {"phone_number": "+15550000009"}),
     ("archive_agent", {"uuid": "$agent_id"}),
+    ("create_knowledge_base", {"body": {"name": "Generated", "language": "en"}}),
+    ("list_knowledge_bases", {}),
+    ("get_knowledge_base", {"uuid": "$knowledge_base_id"}),
+    (
+        "add_document",
+        {"uuid": "$knowledge_base_id", "body": {"title": "Returns", "text": "Worn shoes mend."}},
+    ),
+    ("list_documents", {"uuid": "$knowledge_base_id"}),
+    ("get_document", {"uuid": "$knowledge_base_id", "document_id": "$document_id"}),
+    ("search_knowledge_base", {"uuid": "$knowledge_base_id", "body": {"query": "shoes"}}),
+    ("delete_document", {"uuid": "$knowledge_base_id", "document_id": "$document_id"}),
+    ("delete_knowledge_base", {"uuid": "$knowledge_base_id"}),
+    ("create_api_key", {"body": {"name": "generated", "scopes": ["calls:read"]}}),
+    ("list_api_keys", {"page": 1, "page_size": 10}),
+    ("delete_api_key", {"id": "$api_key_id"}),
 ]
 # Operations whose answer depends on the engine having worked: asked again until it has.
 AWAITED = {"list_deliveries": lambda body: bool(body["deliveries"])}
@@ -174,10 +230,22 @@ def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
     elif operation == "create_agent":
         saved["agent_id"] = body["agent"]["id"]
         saved["first_id"] = body["agent"]["branches"][0]["head"]
+    elif operation == "create_campaign":
+        saved["campaign_id"] = body["campaign"]["id"]
     elif operation == "create_commit":
         saved["commit_id"] = body["commit"]["id"]
+    elif operation == "create_knowledge_base":
+        saved["knowledge_base_id"] = body["knowledge_base"]["id"]
+    elif operation == "add_document":
+        saved["document_id"] = body["document"]["id"]
+    elif operation == "create_replay":
+        saved["replay_id"] = body["replay"]["id"]
+    elif operation == "create_test_run":
+        saved["test_run_id"] = body["test_run"]["id"]
     elif operation == "create_number":
         saved["number_id"] = body["id"]
+    elif operation == "create_api_key":
+        saved["api_key_id"] = body["api_key"]["id"]
     elif operation == "create_records":
         saved["record_id"] = body["records"][0]["id"]
     elif operation == "get_external_call":

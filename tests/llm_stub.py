@@ -10,7 +10,10 @@ the test's event loop). The callplane client talks real HTTP to it.
   again once they run out): what the agent says once its tools have answered.
 - Whole requests get ``summary`` (the summary instructions) or the next of ``analyses`` (the
   analyzer instructions; ``default_analysis`` once they run out).
+- Whole requests of an agent test's judge get the next of ``verdicts`` (a pass once they run
+  out); those of its caller persona the next of ``caller_lines`` ("[hang up]" once they run out).
 - ``mode="error"`` answers 500 to everything; ``mode="hang"`` answers nothing until stopped.
+- ``busy_first=n``: the first ``n`` streamed requests are answered 503 (a server's blip).
 
 Every request body is kept in ``requests`` for assertions.
 """
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
+from callplane.agent_tests.judge import CALLER_INSTRUCTIONS, HANG_UP, JUDGE_INSTRUCTIONS
 from callplane.brain.prompts import ANALYZER_INSTRUCTIONS, SUMMARY_INSTRUCTIONS
 
 Mode = Literal["ok", "error", "hang"]
@@ -54,7 +58,12 @@ class StubLLM:
         words_per_chunk: int = 3,
         chunk_seconds: float = 0.0,
         after_tool: Sequence[Reply | str] = ("Done.",),
+        busy_first: int = 0,
+        verdicts: Sequence[str] = (),
+        caller_lines: Sequence[str] = (),
     ) -> None:
+        self.verdicts = list(verdicts)
+        self.caller_lines = list(caller_lines)
         self.replies = [r if isinstance(r, Reply) else Reply(r) for r in replies]
         self.after_tool = [r if isinstance(r, Reply) else Reply(r) for r in after_tool]
         self.opening = opening
@@ -66,6 +75,7 @@ class StubLLM:
         self.words_per_chunk = words_per_chunk
         #: Time between streamed chunks: a model's pace (0: all at once).
         self.chunk_seconds = chunk_seconds
+        self.busy_first = busy_first
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._released = threading.Event()
@@ -98,6 +108,12 @@ class StubLLM:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def _busy(self) -> bool:
+        with self._lock:
+            busy = self.busy_first > 0
+            self.busy_first -= busy
+            return busy
+
     def streamed_requests(self) -> list[dict[str, Any]]:
         with self._lock:
             return [r for r in self.requests if r.get("stream")]
@@ -117,6 +133,12 @@ class StubLLM:
         system = str(messages[0].get("content", "")) if messages else ""
         if system == SUMMARY_INSTRUCTIONS:
             return self.summary
+        if system == JUDGE_INSTRUCTIONS:
+            with self._lock:
+                return self.verdicts.pop(0) if self.verdicts else '{"passed": true, "reason": "ok"}'
+        if system.startswith(CALLER_INSTRUCTIONS):
+            with self._lock:
+                return self.caller_lines.pop(0) if self.caller_lines else HANG_UP
         if system.startswith(ANALYZER_INSTRUCTIONS.split("{schema}")[0]):
             with self._lock:
                 return self.analyses.pop(0) if self.analyses else self.default_analysis
@@ -170,6 +192,9 @@ def _handler_for(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
                 self._send_json(500, {"error": {"message": "the stub was told to fail"}})
                 return
             messages = body.get("messages") or []
+            if body.get("stream") and stub._busy():
+                self._send_json(503, {"error": {"message": "the stub is busy"}})
+                return
             if body.get("stream"):
                 self._stream(stub._reply_for(messages))
             else:

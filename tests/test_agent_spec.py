@@ -63,7 +63,7 @@ COMMIT = {
     "end_call_phrases": ["goodbye"],
     "voicemail": {"action": "leave_message", "message": "Call {{name}} back, {{city}}."},
     "summary_prompt": "Mention the order number.",
-    "analyzers": [{"prompt": "mood?", "output_config": {}}],
+    "analyzers": [{"prompt": "mood?", "output_config": {"type": "object"}}],
 }
 
 
@@ -143,3 +143,14 @@ async def test_a_worker_writes_agent_started_with_the_commit_and_missing_variabl
     [started] = [e for e in events if e["type"] == "agent.started"]
     assert started["data"] == {"commit_id": "commit-1", "missing_variables": ["order"]}
     assert call["transcripts"][0]["text"] == "Hi Dana, about ."
+
+
+def test_a_stored_key_that_breaks_todays_rules_is_left_out_not_the_call() -> None:
+    stored = {
+        "prompt": "Hello.",
+        "temperature": 9,
+        "tools": [{"type": "send_dtmf", "name": "send_dtmf"}, {"type": "gone", "name": "gone"}],
+    }
+    spec = resolve_agent_spec(_settings(), Fields(), stored)
+    assert spec.prompt == "Hello." and spec.temperature is None
+    assert spec.tools == ({"type": "send_dtmf", "name": "send_dtmf"},)

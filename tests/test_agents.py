@@ -28,6 +28,7 @@ async def test_create_get_list_rename_archive(app, client):
         "default_branch",
         "branches",
         "config",
+        "merge_requires_passing_tests",
         "created_at",
         "updated_at",
     }

@@ -14,13 +14,14 @@ from callplane.brain import (
     Brain,
     BrainError,
     ChatCompletionsBrain,
+    ChatHistory,
     SentenceSplitter,
     TextDelta,
     ToolCall,
-    conversation_messages,
     run_analyzers,
     summarize,
 )
+from callplane.brain.history import Item, Said, ToolAnswered, ToolCalled, chat_messages
 from callplane.brain.summary import extractive_summary
 from tests.llm_stub import Reply, StubLLM
 
@@ -47,6 +48,23 @@ def stub() -> Iterator[StubLLM]:
         ]
     ) as server:
         yield server
+
+
+def _items(entries: list[dict[str, Any]]) -> list[Item]:
+    """Entries as history items; a call's ``id`` (default: its index) ties an answer to it."""
+    items: list[Item] = []
+    for n, e in enumerate(entries):
+        if e.get("role") == "tool":
+            items.append(ToolAnswered(e["id"], e["function_name"], e["text"]))
+        elif e.get("function_name"):
+            items.append(ToolCalled(e.get("id", f"c{n}"), e["function_name"], e["arguments"]))
+        else:
+            items.append(Said(e["role"], e["text"]))
+    return items
+
+
+def conversation_messages(prompt: str | None, entries: list[dict[str, Any]]) -> list[Any]:
+    return chat_messages(prompt, _items(entries))
 
 
 async def _reply(brain: Brain, transcript: list[dict[str, Any]]) -> list[Any]:
@@ -97,11 +115,11 @@ def test_tool_call_entries_become_a_valid_chat_history() -> None:
 
 def test_a_tool_answer_follows_its_call_even_after_the_caller_spoke() -> None:
     transcript = [
-        {"role": "assistant", "function_name": "lookup", "arguments": {"n": 1}, "text": ""},
-        {"role": "assistant", "function_name": "other", "arguments": {}, "text": ""},
+        {"role": "assistant", "function_name": "lookup", "arguments": {"n": 1}, "id": "a"},
+        {"role": "assistant", "function_name": "other", "arguments": {}, "id": "b"},
         {"role": "user", "text": "Hello?"},
-        {"role": "tool", "function_name": "other", "text": '{"b":2}'},
-        {"role": "tool", "function_name": "lookup", "text": '{"a":1}'},
+        {"role": "tool", "function_name": "other", "text": '{"b":2}', "id": "b"},
+        {"role": "tool", "function_name": "lookup", "text": '{"a":1}', "id": "a"},
     ]
     messages = conversation_messages(None, transcript)
     assert [m["role"] for m in messages] == ["system", "assistant", "tool", "tool", "user"]
@@ -115,10 +133,10 @@ def test_a_tool_answer_follows_its_call_even_after_the_caller_spoke() -> None:
 def test_a_line_said_while_the_tools_ran_goes_with_their_calls() -> None:
     transcript = [
         {"role": "user", "text": "Is Friday free?"},
-        {"role": "assistant", "function_name": "lookup", "arguments": {}, "text": ""},
+        {"role": "assistant", "function_name": "lookup", "arguments": {}, "id": "a"},
         {"role": "assistant", "text": "One moment, let me check."},
         {"role": "user", "text": "Sure."},
-        {"role": "tool", "function_name": "lookup", "text": '{"free":true}'},
+        {"role": "tool", "function_name": "lookup", "text": '{"free":true}', "id": "a"},
         {"role": "assistant", "text": "Friday is free."},
     ]
     messages = conversation_messages(None, transcript)
@@ -134,6 +152,49 @@ def test_a_line_said_while_the_tools_ran_goes_with_their_calls() -> None:
     assert messages[2]["tool_calls"][0]["function"]["name"] == "lookup"
     assert messages[3]["content"] == '{"free":true}'
     assert [m["content"] for m in messages[4:]] == ["Sure.", "Friday is free."]
+
+
+def test_the_same_tool_called_twice_gets_each_answer_by_id_not_by_order() -> None:
+    transcript = [
+        {"role": "assistant", "function_name": "lookup", "arguments": {"n": 1}, "id": "a"},
+        {"role": "assistant", "function_name": "lookup", "arguments": {"n": 2}, "id": "b"},
+        {"role": "tool", "function_name": "lookup", "text": "order 2", "id": "b"},
+        {"role": "tool", "function_name": "lookup", "text": "order 1", "id": "a"},
+    ]
+    messages = conversation_messages(None, transcript)
+    assert [(m["tool_call_id"], m["content"]) for m in messages[2:]] == [
+        ("a", "order 1"),
+        ("b", "order 2"),
+    ]
+
+
+def test_the_history_keeps_the_spec_transcript_in_step() -> None:
+    history = ChatHistory()
+    later = history.add(Said("assistant", "Bye.", 3.0))
+    history.add(Said("user", "Hi.", 1.0))
+    call_id = history.call_id()
+    history.add(ToolCalled(call_id, "lookup", {"n": 1}, 2.0))
+    history.add(ToolAnswered(call_id, "lookup", "found", 2.5))
+    history.retext(later, "By")
+    assert history.transcript == [
+        {"role": "user", "text": "Hi.", "timestamp": 1.0},
+        {
+            "role": "assistant",
+            "function_name": "lookup",
+            "arguments": {"n": 1},
+            "text": "",
+            "timestamp": 2.0,
+        },
+        {"role": "tool", "function_name": "lookup", "text": "found", "timestamp": 2.5},
+        {"role": "assistant", "text": "By", "timestamp": 3.0},
+    ]
+    history.remove(later)
+    assert [e["text"] for e in history.transcript] == ["Hi.", "", "found"]
+    assert history.messages(None)[-1] == {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": "found",
+    }
 
 
 def test_a_call_never_answered_takes_no_line_with_it() -> None:

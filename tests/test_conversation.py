@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from callplane.engine.turn_loop import APOLOGY
+from callplane.engine.conversation.turn_loop import APOLOGY
 from tests.conftest import client_for
 from tests.engine_support import (
     create_call,
@@ -117,7 +117,7 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
         ("assistant", "Let me check Friday. Friday at nine is free."),
         ("assistant", "find_slot"),
         ("user", SCRIPT[2]),
-        ("tool", '{"error":"there is no tool \'find_slot\'; tools: end_call"}'),
+        ("tool", '{"error":"there is no tool \'find_slot\'; tools: end_call, opt_out"}'),
         ("assistant", "You're welcome, goodbye!"),
         ("assistant", "end_call"),
         ("tool", '{"ended":true}'),

@@ -1,8 +1,10 @@
 """The README (with docs/, which it links) documents every setting and every CLI command (a new
-one without docs fails)."""
+one without docs fails), and every pointer into the docs finds its section."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,38 @@ def _commands() -> list[str]:
 @pytest.mark.parametrize("command", _commands())
 def test_every_command_is_documented(command: str) -> None:
     assert f"callplane {command}" in README
+
+
+def _tracked_files() -> list[Path]:
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    return [ROOT / name for name in listed.decode().split("\0") if name]
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors of a Markdown page's headings, as GitHub makes them."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text(), re.MULTILINE)
+    return {re.sub(r"[^\w -]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_pointer_into_the_docs_finds_its_section() -> None:
+    """A pointer ``docs/<page>.md#<section>`` or ``README.md#<section>`` in any file, and a link
+    between the pages of docs/: the page has that section, so none rots silently."""
+    pointers = re.compile(r"(?<![\w/.-])(docs/[\w-]+\.md|README\.md)(?:#([\w-]+))?")
+    links = re.compile(r"\]\(([\w-]+\.md)(?:#([\w-]+))?\)")
+    broken = []
+    for path in _tracked_files():
+        if not path.is_file() or path.suffix not in (".py", ".md", ".cfg", ".js", ".toml", ".txt"):
+            continue
+        text = path.read_text()
+        found = [(ROOT / page, anchor) for page, anchor in pointers.findall(text)]
+        if path.parent == ROOT / "docs":
+            found += [(path.parent / page, anchor) for page, anchor in links.findall(text)]
+        for page, anchor in found:
+            if page.is_file() and anchor and anchor not in _anchors(page):
+                broken.append(f"{path.relative_to(ROOT)}: {page.relative_to(ROOT)}#{anchor}")
+    assert sorted(set(broken)) == []

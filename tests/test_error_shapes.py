@@ -35,9 +35,13 @@ PATH_VALUES = {
     "table_name": "customers",
     "phoneNumber": "+14155550123",
     "delivery_id": "5f0c4a9e-1b2d-4c3e-8f4a-0b1c2d3e4f51",
+    "replay_id": "5f0c4a9e-1b2d-4c3e-8f4a-0b1c2d3e4f54",
     "commit_id": "5f0c4a9e-1b2d-4c3e-8f4a-0b1c2d3e4f52",
+    "run_id": "5f0c4a9e-1b2d-4c3e-8f4a-0b1c2d3e4f53",
     "name": "main",
     "token": "c2NyZWVuLXBvcC10b2tlbg",
+    "document_id": "5f0c4a9e-1b2d-4c3e-8f4a-0b1c2d3e4f53",
+    "phone_number": "+14155550123",
 }
 
 

@@ -1,7 +1,7 @@
 """Every fast path (``http.fast``) answers exactly as its route: the same status, headers and
 bytes, for good and bad input, on both databases (``CALLPLANE_TEST_DATABASE``).
 
-The test is parametrized by the table the app serves (``http.v1.V1_FAST_PATHS``), so a new fast
+The test is parametrized by the table the app serves (``api.V1_FAST_PATHS``), so a new fast
 path cannot escape it: it fails until ``CASES`` holds requests for it, and until one of them is
 answered by the fast path itself. Each request is sent twice, through the app as it is and with
 the fast-path layer passing everything on to the routes; PATCH's clock is frozen so both writes
@@ -21,9 +21,9 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
+from callplane.api import V1_FAST_PATHS
 from callplane.custom_data import records
 from callplane.http.fast import FastPath, FastPathLayer
-from callplane.http.v1 import V1_FAST_PATHS
 from tests.factories import OrgHandle, load, make_org
 from tests.test_custom_data_support import CUSTOMERS, create_table, insert
 from tests.test_external_calls_data import external_call, leg, wav

@@ -1,10 +1,12 @@
-"""Imports point one way (STYLE: router → service → models): nothing below ``http/`` imports from
-it, and ``runtime.py``, held by every layer, imports no feature package. A static read of the
-source, so it costs no database."""
+"""Imports point one way (STYLE: router → service → models): the top-level modules stand on
+floors and import only from below (``FLOORS``), nothing below ``http/`` imports from it, and
+``runtime.py``, held by every layer, imports no feature package. A static read of the source, so
+it costs no database."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import callplane
@@ -43,7 +45,14 @@ def _below_http(path: Path) -> bool:
     parts = path.relative_to(PACKAGE).parts
     if parts[0] in ("http", "dashboard", "cli", "engine", "migrations"):
         return False
-    return parts[-1] not in ("router.py", "find_router.py", "fast.py", "app.py", "server.py")
+    return parts[-1] not in (
+        "router.py",
+        "find_router.py",
+        "fast.py",
+        "api.py",
+        "app.py",
+        "server.py",
+    )
 
 
 def test_nothing_below_http_imports_from_it() -> None:
@@ -166,3 +175,91 @@ def test_only_cli_and_app_import_the_engine() -> None:
         if any(t == "callplane.engine" or t.startswith("callplane.engine.") for t in targets)
     }
     assert sorted(m for m in importers if not allowed(m)) == []
+
+
+#: The floors of the house, from the ground up: a top-level module or package imports only from
+#: floors below its own (docs/development.md draws them). A new top-level package takes its place
+#: here; an arrow that must run up or sideways is named in ``UPWARD``, with why.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("errors", "models", "settings"),
+    ("kit", "ratelimit", "brain", "telephony"),
+    ("speech", "deployment", "fixtures"),
+    ("media", "migrate"),
+    ("runtime",),
+    ("audit",),
+    ("http", "observability", "jobs"),
+    ("call_tags", "contacts", "custom_data", "recordings", "voices", "webhooks", "server"),
+    ("knowledge",),
+    ("external_calls", "tools", "migrations"),
+    ("agents",),
+    ("campaigns", "agent_tests"),
+    ("calls", "phone_numbers", "orgs", "suppressions", "audit_log"),
+    ("feedback", "web_calls", "users"),
+    ("api", "dashboard", "engine", "loader"),
+    ("app", "demo"),
+    ("cli",),
+)
+
+#: The arrows that run up, module -> module, and why each is allowed to.
+UPWARD = {
+    # The speech engine setting is parsed by the engines' own table.
+    ("callplane.settings", "callplane.speech.engines"),
+    # A phone line carries audio in the speech layer's types; the simulated line speaks with a
+    # real synthesizer.
+    ("callplane.telephony.base", "callplane.speech.base"),
+    ("callplane.telephony.simulated", "callplane.speech.base"),
+    ("callplane.telephony.simulated", "callplane.speech.synthesis"),
+    # SIP and RTP count what they see: the metrics hooks are one line each.
+    ("callplane.telephony.media", "callplane.observability.metrics"),
+    ("callplane.telephony.sip", "callplane.observability.metrics"),
+    # The per-process custom-data catalog is Runtime's own cache (see RUNTIME_MAY_IMPORT).
+    ("callplane.runtime", "callplane.custom_data.catalog"),
+    # A merge asks the agent's tests whether it may go ahead (the merge gate): the one arrow from
+    # agents into the tests that are built on agents.
+    ("callplane.agents.branches", "callplane.agent_tests.gate"),
+    # An API key is resolved to its organization by the organizations' service.
+    ("callplane.http.auth", "callplane.orgs.service"),
+}
+
+
+def _floor_of() -> dict[str, int]:
+    return {unit: level for level, units in enumerate(FLOORS) for unit in units}
+
+
+def _unit(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_every_top_level_module_has_a_floor() -> None:
+    floor = _floor_of()
+    units = {unit for module in _modules() if (unit := _unit(module)) is not None}
+    assert sorted(units - floor.keys()) == [], "place each new top-level module in FLOORS"
+    assert sorted(floor.keys() - units) == [], "a module in FLOORS no longer exists"
+
+
+def test_imports_run_down_the_floors() -> None:
+    floor = _floor_of()
+    upward = sorted(
+        (module, target)
+        for module, targets in _import_graph().items()
+        for target in targets
+        if (here := _unit(module)) is not None
+        and (there := _unit(target)) is not None
+        and here != there
+        and floor.get(there, -1) >= floor.get(here, len(FLOORS))
+        and (module, target) not in UPWARD
+    )
+    assert upward == [], "import from a lower floor, or name the arrow in UPWARD with why"
+
+
+def test_the_map_in_the_docs_draws_these_floors() -> None:
+    """docs/development.md's map of the house is FLOORS, top floor first."""
+    page = (Path(__file__).parents[1] / "docs" / "development.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| ((?:`[\w.]+/?`(?:, )?)+) \|", page, re.MULTILINE)
+    drawn = {
+        int(floor): sorted(name.strip("`/").removesuffix(".py") for name in cells.split(", "))
+        for floor, cells in rows
+    }
+    pinned = {level: sorted(units) for level, units in enumerate(FLOORS, 1)}
+    assert drawn == pinned, "update the map in docs/development.md"

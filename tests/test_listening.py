@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
-from callplane.engine.listening import CallerSaid, Listener
+from callplane.engine.conversation.listening import CallerSaid, Listener
 from callplane.speech.base import Segment, Transcriber
 from callplane.speech.vad import TurnDetector, TurnEnded, TurnEvent
 from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame

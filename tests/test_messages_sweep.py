@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from callplane.http.messages import describe, field_name
+from callplane.kit.messages import describe, field_name
 
 SOURCE = Path(__file__).resolve().parent.parent / "src" / "callplane"
 

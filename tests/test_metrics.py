@@ -14,7 +14,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from callplane.observability import logcontext
+from callplane.kit import logcontext
 from callplane.observability.turns import EVENT_TYPE
 from tests.conftest import client_for
 from tests.dashboard_support import browser_client, make_person, sign_in

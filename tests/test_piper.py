@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from callplane.settings import Settings
 from callplane.speech.engines import (
     EngineNotInstalled,
     Synthesizers,
@@ -28,6 +29,15 @@ from tests.sipp_peer import rms, tone_power
 
 JOE = "en_US-joe-medium"
 LINE = "Thanks for calling. Your appointment is on Tuesday at three."
+
+
+def _settings(voices_dir: str | None = None, processes: int = 1) -> Settings:
+    return Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        voice_engine="espeak-ng:en-us",
+        piper_voices_dir=voices_dir,
+        piper_processes=processes,
+    )
 
 
 def _samples(pcm: bytes) -> list[int]:
@@ -108,12 +118,12 @@ def test_voices_from_a_directory_and_from_packages(tmp_path: Path) -> None:
     assert "bad name" not in voices
     assert set(find_voices(str(tmp_path / "missing"))) == {JOE}
 
-    names = [e.name for e in list_engines(str(tmp_path))]
+    names = [e.name for e in list_engines(_settings(str(tmp_path)))]
     assert names[:2] == ["piper:en_US-copy-medium", f"piper:{JOE}"]
     assert "espeak-ng:en-us" in names
-    check_engine("piper:en_US-copy-medium", str(tmp_path))
+    check_engine("piper:en_US-copy-medium", _settings(str(tmp_path)))
     with pytest.raises(EngineNotInstalled):
-        check_engine("piper:en_US-copy-medium", None)
+        check_engine("piper:en_US-copy-medium", _settings())
 
 
 @pytest.mark.parametrize(
@@ -127,11 +137,11 @@ def test_malformed_engine_names(name: str) -> None:
 
 def test_an_engine_not_installed() -> None:
     with pytest.raises(EngineNotInstalled):
-        check_engine("piper:en_US-nobody-high", None)
+        check_engine("piper:en_US-nobody-high", _settings())
     with pytest.raises(EngineNotInstalled):
-        check_engine("espeak-ng:xx-nowhere", None)
+        check_engine("espeak-ng:xx-nowhere", _settings())
     # A call whose voice's engine went away still speaks (espeak-ng), rather than not at all.
-    voices = Synthesizers("espeak-ng:en-us", None)
+    voices = Synthesizers(_settings())
     assert isinstance(voices.get("piper:en_US-nobody-high"), EspeakSynthesizer)
 
 
@@ -140,7 +150,7 @@ def test_a_voice_on_two_processes_speaks_two_lines_at_once() -> None:
     # sentence is.
     from concurrent.futures import ThreadPoolExecutor
 
-    voices = Synthesizers("espeak-ng:en-us", None, piper_processes=2)
+    voices = Synthesizers(_settings(processes=2))
     try:
         pool = voices.get(f"piper:{JOE}")
         assert isinstance(pool, PiperPool) and len(set(pool.pids)) == 2

@@ -15,6 +15,7 @@ import pytest
 from tests import readme_tour
 from tests.conftest import BACKEND
 from tests.live_server import live_server, seed_org
+from tests.llm_stub import StubLLM
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 DOCUMENTED_URL = "http://127.0.0.1:8000"
@@ -49,7 +50,12 @@ def test_the_readme_tour_prints_what_it_documents(database_url: str, tmp_path: P
     tour = readme_tour.steps(README.read_text())
     org = seed_org(database_url, tmp_path)
     settings = {"worker": "embedded", "webhook_allow_loopback": True, "signing_key": None}
-    with live_server(database_url, tmp_path, **settings) as server:
+    # The knowledge section asks an agent in a text turn: the one stand-in, a stub brain.
+    brain = StubLLM(after_tool=["Worn shoes cannot be returned, but we can repair them."])
+    with (
+        brain,
+        live_server(database_url, tmp_path, llm_base_url=brain.base_url, **settings) as server,
+    ):
         _settled(server.url, org.headers)
         marker = f"@@tour-{uuid.uuid4().hex}"
         text = readme_tour.script(tour, marker)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from callplane.speech.answering import detect_answered_by
+from callplane.engine.answering import detect_answered_by
 from callplane.speech.synthesis import EspeakSynthesizer
 from callplane.telephony.base import (
     AudioFrame,

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from callplane.models.calls import TERMINAL_STATUSES
 from callplane.speech.synthesis import EspeakSynthesizer
 from tests.conftest import AppFactory, client_for
 from tests.factories import OrgHandle, load, make_org
@@ -27,10 +28,11 @@ from tests.sipp_peer import (
     tone_pcm,
     wav_channels,
 )
+from tests.speech_audio import noise
 
 pytestmark = requires_sipp
 
-TERMINAL = {"completed", "busy", "no_answer", "failed", "cancelled"}
+TERMINAL = set(TERMINAL_STATUSES)
 
 
 async def _sip_app(make_app: AppFactory, **overrides: Any) -> FastAPI:
@@ -113,7 +115,8 @@ async def test_outbound_call_is_placed_answered_recorded_and_served(
 
 
 async def test_agent_hangs_up_at_the_maximum_length(make_app: AppFactory, tmp_path: Path) -> None:
-    audio = pcmu_file(tone_pcm(500, 0.3), tmp_path, "tone.pcmu")
+    # A short sound, then quiet: a person (a pure tone this long would be a voicemail's beep).
+    audio = pcmu_file(noise(0.3, 3000), tmp_path, "sound.pcmu")
     sipp = await start_sipp(answer_scenario(tmp_path, audio, hangup="near"))
     app = await _sip_app(make_app, sip_trunk=f"sip:127.0.0.1:{sipp.port}", max_call_seconds=1.5)
     org = await make_org(app)

@@ -7,8 +7,8 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator
 
-from callplane.engine.reply import Reply
-from callplane.engine.speaking import Speaker
+from callplane.engine.conversation.reply import Reply
+from callplane.engine.conversation.speaking import Speaker
 from callplane.speech.base import Synthesizer
 from callplane.telephony.base import SAMPLE_WIDTH, Connection, EndedBy, Frame
 
@@ -110,7 +110,7 @@ async def test_a_first_sentence_is_heard_from_its_first_clause() -> None:
 
 
 def test_where_a_first_sentence_is_cut() -> None:
-    from callplane.engine.speaking import first_audio_parts
+    from callplane.engine.conversation.speaking import first_audio_parts
 
     assert first_audio_parts("Let me check that, it will take a second.") == [
         "Let me check that,",

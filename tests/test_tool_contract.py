@@ -5,9 +5,16 @@ and a tool class is never unreachable from a config."""
 from __future__ import annotations
 
 import typing
+from typing import Any, Literal
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
 
 from callplane.agents import config
+from callplane.tools import Tool, ToolContext, ToolResult, registry
+from callplane.tools.config import ToolConfig
 from callplane.tools.registry import TOOL_TYPES
+from callplane.tools.toolbox import Toolbox
 
 
 def _accepted_types() -> set[str]:
@@ -25,3 +32,30 @@ def test_the_api_accepts_exactly_the_registrys_tool_types() -> None:
 
 def test_each_registered_class_answers_to_its_key() -> None:
     assert all(kind.type == key for key, kind in TOOL_TYPES.items())
+
+
+class SendSmsConfig(ToolConfig):
+    type: Literal["send_sms"]
+    sender: str
+
+
+class SendSms(Tool):
+    """A kind as a new module would write it: its config model beside its class."""
+
+    config_model = SendSmsConfig
+
+    def parameters(self) -> dict[str, Any]:
+        return {"type": "object", "properties": {"text": {"type": "string"}}}
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        return ToolResult({"sent": arguments["text"], "from": self.config["sender"]})
+
+
+def test_a_new_kind_is_its_module_and_one_registry_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(registry.TOOL_TYPES, SendSms.type, SendSms)
+    accepted = TypeAdapter(registry.config_union())
+    assert accepted.validate_python({"type": "send_sms", "sender": "+15550100"}).type == "send_sms"
+    with pytest.raises(ValidationError):
+        accepted.validate_python({"type": "send_sms", "sender": "x", "extra": 1})
+    box = Toolbox.from_configs([{"type": "send_sms", "sender": "+15550100"}])
+    assert list(box.tools) == ["send_sms", "end_call", "opt_out"]

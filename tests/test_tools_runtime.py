@@ -11,9 +11,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from callplane.brain import TextDelta, ToolCall
-from callplane.engine import turn_loop
 from callplane.engine.agent import AgentSpec
-from callplane.engine.turn_loop import AGENT_HANGUP, REMOTE_HANGUP
+from callplane.engine.conversation import generation
+from callplane.engine.conversation.turn_loop import AGENT_HANGUP, REMOTE_HANGUP
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult
 from callplane.tools.registry import TOOL_TYPES
 from callplane.tools.toolbox import RESULT_CHARS, Toolbox
@@ -93,7 +93,7 @@ async def test_the_brain_sees_the_tools_as_functions_end_call_always_among_them(
     call = conversation(brain, Lookup({"type": "lookup", "name": "find_order"}))
     call.says("Hi")
     await finish(call, 2)
-    assert brain.offered == [["find_order", "end_call"]]
+    assert brain.offered == [["find_order", "end_call", "opt_out"]]
 
 
 def test_a_spec_tools_become_the_registry_tools_and_the_registry_keys_are_design_s() -> None:
@@ -105,6 +105,8 @@ def test_a_spec_tools_become_the_registry_tools_and_the_registry_keys_are_design
         "query_table",
         "insert_record",
         "function",
+        "knowledge_search",
+        "opt_out",
     }
     spec = AgentSpec(
         tools=(
@@ -114,7 +116,7 @@ def test_a_spec_tools_become_the_registry_tools_and_the_registry_keys_are_design
         )
     )
     box = Toolbox.from_configs(spec.tools)
-    assert list(box.tools) == ["send_dtmf", "lookup", "end_call"]
+    assert list(box.tools) == ["send_dtmf", "lookup", "end_call", "opt_out"]
     [definition] = [d for d in box.definitions() if d["function"]["name"] == "send_dtmf"]
     assert definition["type"] == "function"
     assert definition["function"]["parameters"]["required"] == ["digits"]
@@ -234,7 +236,7 @@ async def test_several_tool_calls_in_one_reply_run_at_once() -> None:
 
 
 async def test_a_slow_tool_has_its_line_said_while_it_runs(monkeypatch: Any) -> None:
-    monkeypatch.setattr(turn_loop, "SPEAK_WHILE_RUNNING_AFTER", 0.01)
+    monkeypatch.setattr(generation, "SPEAK_WHILE_RUNNING_AFTER", 0.01)
     lookup = Lookup({"type": "lookup", "speak_while_running": "One moment please."})
     lookup.gate = asyncio.Event()
     brain = FakeBrain([[ToolCall("lookup", {"order": "9"})], "It shipped."])
@@ -314,7 +316,7 @@ def test_a_tool_whose_parameters_are_no_schema_is_left_out_not_the_call() -> Non
             {"type": "function", "name": "good", "url": "https://x.test", "parameters": {}},
         ]
     )
-    assert list(box.tools) == ["good", "end_call"]
+    assert list(box.tools) == ["good", "end_call", "opt_out"]
 
 
 def test_contact_data_reads_the_other_party_never_our_own_number() -> None:
@@ -330,6 +332,41 @@ def test_contact_data_reads_the_other_party_never_our_own_number() -> None:
     assert other(direction="outbound", from_number="+1999", to_number="+1555") == "+1555"
     with pytest.raises(ToolError):
         other(direction="inbound", from_number=None, to_number="+1999")
+
+
+async def test_one_tool_called_twice_gets_each_answer_to_its_own_call() -> None:
+    # Order 1 is slow, order 2 answers first: each answer must go back with its own call.
+    lookup = Lookup({"type": "lookup"})
+    lookup.gate = asyncio.Event()
+
+    class Ordered(Lookup):
+        async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+            if arguments["order"] == "2":
+                self.runs.append(arguments)
+                return ToolResult({"order": "2", "status": "lost"})
+            result = await lookup.run(arguments, context)
+            return result
+
+    ordered = Ordered({"type": "lookup"})
+    brain = FakeBrain(
+        [[ToolCall("lookup", {"order": "1"}), ToolCall("lookup", {"order": "2"})], "Both."]
+    )
+    call = conversation(brain, ordered)
+    call.says("Orders 1 and 2")
+    await call.until(lambda: len([e for e in call.transcript if e["role"] == "tool"]) == 1)
+    lookup.gate.set()
+    await finish(call, 2)
+    answers = [e["text"] for e in call.transcript if e["role"] == "tool"]
+    assert answers == ['{"order":"2","status":"lost"}', '{"order":"1","status":"shipped"}']
+    history = brain.requests[1][0]
+    [made] = [m for m in history if m.get("tool_calls")]
+    asked = {c["id"]: orjson.loads(c["function"]["arguments"])["order"] for c in made["tool_calls"]}
+    told = {
+        m["tool_call_id"]: orjson.loads(m["content"])["order"]
+        for m in history
+        if m["role"] == "tool"
+    }
+    assert len(asked) == 2 and told == asked
 
 
 def _tool_sample(name: str, **labels: str) -> float:

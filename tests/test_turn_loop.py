@@ -8,7 +8,7 @@ import asyncio
 
 from callplane.brain import BrainError, TextDelta
 from callplane.engine.agent import AgentSpec, Voicemail
-from callplane.engine.turn_loop import (
+from callplane.engine.conversation.turn_loop import (
     AGENT_HANGUP,
     APOLOGY,
     CLOSING_LINE,

@@ -12,13 +12,14 @@ from callplane.errors import Conflict, InvalidInput, NotFound
 from callplane.http.deps import SessionDep
 from callplane.http.families import STATUS
 from callplane.http.routing import family_router
+from callplane.kit.scopes import KEYLESS
 from callplane.models.orgs import Organization
 from tests.conftest import client_for
 from tests.factories import runtime_of
 
 
 def _with_probe_routes(app: FastAPI) -> FastAPI:
-    router = family_router(STATUS)
+    router = family_router(STATUS, scopes=KEYLESS)
     errors = {"invalid": InvalidInput("no"), "missing": NotFound("no"), "conflict": Conflict("no")}
 
     @router.post("/probe/{outcome}")

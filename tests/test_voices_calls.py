@@ -41,9 +41,7 @@ async def test_a_simulated_calls_recording_holds_both_sides_speech(
 ) -> None:
     app = await engine_app(make_app, simulated_call_seconds=1.0, simulated_script=SCRIPT)
     settings = runtime_of(app).settings
-    voices = shared_synthesizers(
-        settings.voice_engine, settings.piper_voices_dir, piper_processes=settings.piper_processes
-    )
+    voices = shared_synthesizers(settings)
     org = await make_org(app)
     async with client_for(app) as client:
         voice = await client.post(

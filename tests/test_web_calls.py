@@ -15,7 +15,9 @@ import pytest
 from sqlalchemy import update
 
 from callplane.models.base import utcnow
+from callplane.models.calls import TERMINAL_STATUSES
 from callplane.models.web_calls import WebCallToken
+from tests.agents_support import create_agent
 from tests.conftest import AppFactory, client_for
 from tests.factories import OrgHandle, load, make_org, runtime_of
 from tests.web_call_peer import Peer
@@ -23,7 +25,7 @@ from tests.web_call_peer import Peer
 AGENT = "6f1c2a1e-8a43-4c39-9a55-1d2f3e4a5b01"
 OTHER_AGENT = "7a2d3b2f-9b54-4d4a-8b66-2e3f4a5b6c02"
 ORIGIN = "https://shop.example.com"
-TERMINAL = {"completed", "failed", "no_answer", "busy", "cancelled"}
+TERMINAL = set(TERMINAL_STATUSES)
 
 
 async def _app(make_app: AppFactory, **overrides: Any) -> Any:
@@ -544,3 +546,33 @@ async def test_the_page_hangs_up_over_the_data_channel(make_app):
     assert ended["data"]["reason"] == "the far end hung up"
     # The page was told, before the connection closed.
     assert {"type": "ended", "by": "remote"} in peer.messages
+
+
+async def test_a_web_call_opens_with_the_agents_disclosure(make_app):
+    app = await _app(make_app)
+    org = await make_org(app)
+    disclosure = "This call is recorded."
+    peer, offer = await _offer()
+    try:
+        async with client_for(app) as client:
+            agent = await create_agent(
+                client, org, {"disclosure": disclosure, "first_message": "Hi, this is Acme."}
+            )
+            made = await client.post(
+                "/v1/web_calls", json={"agent_id": agent["id"], "sdp": offer}, headers=org.headers
+            )
+            assert made.status_code == 201, made.text
+            await peer.accept(made.json()["sdp"])
+            await asyncio.wait_for(peer.opened.wait(), 30)
+            # The page's live transcript: hang up once both lines have been said.
+            deadline = time.monotonic() + 30
+            while not any(len(m.get("entries", [])) >= 2 for m in peer.messages):
+                assert time.monotonic() < deadline, peer.messages
+                await asyncio.sleep(0.05)
+            peer.channel.send('{"type": "hangup"}')
+            call = await _until(client, org, made.json()["call_id"])
+    finally:
+        await peer.close()
+    said = [e["text"] for e in call["transcripts"] if e["role"] == "assistant"]
+    assert said == [disclosure, "Hi, this is Acme."]
+    assert call["transcripts"][0]["text"] == disclosure

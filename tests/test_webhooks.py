@@ -25,6 +25,9 @@ ALL_TYPES = [
     "call.transferred",
     "external_call.transcribed",
     "external_call.error",
+    "campaign.started",
+    "campaign.paused",
+    "campaign.completed",
     "webhook.test",
 ]
 

@@ -12,6 +12,7 @@ from starlette.responses import RedirectResponse, Response
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from callplane import __version__
+from callplane.api import V1_FAST_PATHS, include_v1
 from callplane.contacts.purge import purge_task
 from callplane.dashboard import create_dashboard
 from callplane.engine.embedded import embedded_engine
@@ -22,7 +23,6 @@ from callplane.http.errors import CrashBarrier
 from callplane.http.fast import FastPathLayer
 from callplane.http.middleware import RequestContextMiddleware
 from callplane.http.responses import JSONResponse, json_response
-from callplane.http.v1 import V1_FAST_PATHS, include_v1
 from callplane.kit.logs import configure_logging
 from callplane.observability import exposition, tracing
 from callplane.observability.middleware import HttpMetrics

@@ -2,6 +2,7 @@
 
     CallplaneError            status 500, never raised on purpose
     ├── Unauthorized          401 (carries WWW-Authenticate when rendered)
+    ├── Forbidden             403 (a key outside its scopes, a role that may not)
     ├── NotFound              404 (also another organization's resource)
     ├── Conflict              409
     ├── PayloadTooLarge       413
@@ -26,6 +27,10 @@ class CallplaneError(Exception):
 
 class Unauthorized(CallplaneError):
     status_code = 401
+
+
+class Forbidden(CallplaneError):
+    status_code = 403
 
 
 class NotFound(CallplaneError):

@@ -36,18 +36,12 @@ async def upgrade(db: Database, revision: str = "head") -> None:
 
 async def drift(db: Database) -> list[object]:
     """Differences between the migrated schema and the models (empty when they agree)."""
-    from callplane.models import metadata
-    from callplane.models.base import USER_TABLE_PREFIX
+    from callplane.models import include_name, metadata
 
     def _compare(connection: Connection) -> list[object]:
         context = MigrationContext.configure(
             connection,
-            opts={
-                "compare_type": True,
-                "include_name": lambda name, type_, _p: (
-                    not (type_ == "table" and name and name.startswith(USER_TABLE_PREFIX))
-                ),
-            },
+            opts={"compare_type": True, "include_name": include_name},
         )
         return list(compare_metadata(context, metadata))
 

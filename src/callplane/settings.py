@@ -41,6 +41,8 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout_seconds: float = 20.0
+    #: Judges agent tests' criteria and plays their callers; unset: the brain's model.
+    judge_model: str | None = None
     # Speech recognition (callplane[speech]): a CTranslate2 Whisper directory; unset uses the
     # model wheel installed by `make install`. 0 threads: CTranslate2's default (all cores).
     whisper_model_dir: str | None = None
@@ -74,6 +76,8 @@ class Settings(BaseSettings):
     worker_poll_seconds: float = Field(default=0.5, gt=0)
     #: On SIGTERM, how long calls in progress may go on before they are hung up.
     worker_grace_seconds: float = Field(default=30.0, ge=0)
+    #: Slots of each worker that campaigns never use, kept for inbound calls.
+    inbound_reserve: int = Field(default=0, ge=0)
 
     # Webhooks (DESIGN §11).
     webhook_timeout_seconds: float = Field(default=15.0, gt=0)
@@ -87,7 +91,7 @@ class Settings(BaseSettings):
     #: Piper processes per Piper voice in use (each on one thread): a second lets a caller's
     #: first words be made while another call's sentence is (docs/voices.md).
     piper_processes: int = Field(default=1, ge=1, le=8)
-    endpointing: Literal["smart", "silence"] = "smart"
+    endpointing: Literal["model", "smart", "silence"] = "smart"
     end_of_turn_ms_complete: int = Field(default=200, ge=100, le=5000)
     end_of_turn_ms_incomplete: int = Field(default=800, ge=100, le=5000)
     end_of_turn_ms_number: int = Field(default=600, ge=100, le=5000)
@@ -147,6 +151,7 @@ class Settings(BaseSettings):
         "s3_endpoint_url",
         "llm_base_url",
         "llm_model",
+        "judge_model",
         "llm_api_key",
         "whisper_model_dir",
         "sip_trunk",

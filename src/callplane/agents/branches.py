@@ -8,6 +8,7 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.agent_tests.gate import require_passing_tests
 from callplane.agents.config import validate_config
 from callplane.agents.merge import MergeConflict, ancestors, merge_configs, nearest_common_ancestor
 from callplane.agents.refs import MAIN, branch_name_problem
@@ -89,6 +90,8 @@ async def delete_branch(
         raise Conflict("The main branch cannot be deleted")
     if await routed_numbers(session, organization_id, agent.id, name):
         raise Conflict(f"A phone number routes to branch {name}")
+    if any(split["branch"] == name for split in agent.traffic or []):
+        raise Conflict(f"The agent's traffic split sends calls to branch {name}")
     await session.delete(branch)
     await session.flush()
 
@@ -116,6 +119,7 @@ async def merge_branch(
     theirs, ours = str(source.head), str(target.head)
     if theirs in ancestors(ours, parents):
         return await head_commit(session, organization_id, agent.id, target)
+    await require_passing_tests(session, organization_id, agent, name, source.head)
     if ours in ancestors(theirs, parents):  # fast-forward: no new commit
         await move_head(session, organization_id, agent.id, into, target.head, source.head)
         return await head_commit(session, organization_id, agent.id, source)

@@ -8,151 +8,36 @@ merged by name.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import jsonschema
 from pydantic import (
     AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     StringConstraints,
     ValidationError,
     model_validator,
 )
 
-from callplane.calls.schemas import Analyzer, SafeStr, normalize_number
 from callplane.errors import InvalidInput
+from callplane.kit.schemas import LANGUAGE_TAG, UUID_TEXT, Analyzer, SafeStr
+from callplane.tools.config import Strict as _Strict
+from callplane.tools.config import ToolConfig
+from callplane.tools.registry import TOOL_TYPES as REGISTRY
+from callplane.tools.registry import config_union
 
-TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"
 VARIABLE_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
-#: BCP 47, loosely: a language subtag and up to a few more (``en``, ``pt-BR``, ``zh-Hant-TW``).
-LANGUAGE_TAG = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8}){0,4}$"
-MAX_PARAMETERS_BYTES = 16 * 1024
 
-Text = Annotated[SafeStr, StringConstraints(max_length=2_000)]
-Name = Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]
+#: A tool: one of the registry's kinds, by ``type`` (each declares its model in its module).
+log = logging.getLogger("callplane.agents")
 
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class Destination(_Strict):
-    name: Name
-    number: Annotated[SafeStr, StringConstraints(max_length=64)] | None = None
-    sip: (
-        Annotated[SafeStr, StringConstraints(max_length=512, pattern=r"^sips?:\S+@\S+$")] | None
-    ) = None
-    description: Text | None = None
-    mode: Literal["cold", "warm"] = "cold"
-    handoff_provider: Name | None = None
-    message: Text | None = None
-
-    @model_validator(mode="after")
-    def _one_target(self) -> Destination:
-        if (self.number is None) == (self.sip is None):
-            raise ValueError("needs exactly one of number (E.164) or sip (a SIP URI)")
-        if self.number is not None:
-            if not self.number.startswith("+"):
-                raise ValueError("number must be E.164 (+ and digits)")
-            normalize_number(self.number)
-        return self
-
-
-class _Tool(_Strict):
-    name: Annotated[str, StringConstraints(pattern=TOOL_NAME)] | None = None
-    description: Text | None = None
-
-
-class EndCallTool(_Tool):
-    type: Literal["end_call"]
-
-
-class TransferCallTool(_Tool):
-    type: Literal["transfer_call"]
-    destinations: Annotated[list[Destination], Field(min_length=1, max_length=20)]
-
-
-class SendDtmfTool(_Tool):
-    type: Literal["send_dtmf"]
-
-
-class ContactDataTool(_Tool):
-    type: Literal["contact_data"]
-    writable: bool = False
-
-
-TableName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,63}$")]
-
-
-class QueryTableTool(_Tool):
-    type: Literal["query_table"]
-    table: TableName
-    columns: Annotated[
-        list[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,62}$")]],
-        Field(max_length=200),
-    ] = []
-
-
-class InsertRecordTool(_Tool):
-    type: Literal["insert_record"]
-    table: TableName
-
-
-def _http_url(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("must be an http or https URL")
-    return value
-
-
-def _json_schema(value: dict[str, Any]) -> dict[str, Any]:
-    import orjson
-
-    if len(orjson.dumps(value)) > MAX_PARAMETERS_BYTES:
-        raise ValueError(f"must be at most {MAX_PARAMETERS_BYTES} bytes")
-    if value.get("type", "object") != "object":
-        raise ValueError('must be a JSON Schema of type "object"')
-    try:
-        jsonschema.Draft202012Validator.check_schema(value)
-    except jsonschema.SchemaError as exc:
-        where = "/".join(str(p) for p in exc.path)
-        raise ValueError(
-            f"is not a valid JSON Schema{f' at {where}' if where else ''}: {exc.message[:200]}"
-        ) from None
-    return value
-
-
-class FunctionTool(_Tool):
-    type: Literal["function"]
-    url: Annotated[SafeStr, StringConstraints(max_length=2048), AfterValidator(_http_url)]
-    parameters: Annotated[dict[str, Any], AfterValidator(_json_schema)] = {"type": "object"}
-    timeout_seconds: Annotated[int, Field(ge=1, le=30)] = 10
-    speak_while_running: Text | None = None
-
-
-Tool = Annotated[
-    EndCallTool
-    | TransferCallTool
-    | SendDtmfTool
-    | ContactDataTool
-    | QueryTableTool
-    | InsertRecordTool
-    | FunctionTool,
-    Field(discriminator="type"),
-]
-#: The ``type`` values the API accepts (the engine's tool registry must have exactly these).
-TOOL_TYPES = (
-    "end_call",
-    "transfer_call",
-    "send_dtmf",
-    "contact_data",
-    "query_table",
-    "insert_record",
-    "function",
-)
+if TYPE_CHECKING:
+    Tool = ToolConfig
+else:
+    Tool = config_union()
+#: The ``type`` values the API accepts.
+TOOL_TYPES = tuple(REGISTRY)
 
 
 class Voicemail(_Strict):
@@ -166,6 +51,13 @@ class Voicemail(_Strict):
         return self
 
 
+class Knowledge(_Strict):
+    """``knowledge``: the knowledge base ``auto`` looks each caller turn up in."""
+
+    knowledge_base_id: Annotated[str, StringConstraints(pattern=UUID_TEXT)]
+    auto: bool = False
+
+
 def _unique_tool_names(tools: list[Any]) -> list[Any]:
     seen: set[str] = set()
     for tool in tools:
@@ -176,11 +68,23 @@ def _unique_tool_names(tools: list[Any]) -> list[Any]:
     return tools
 
 
+#: What people say when they do not want to be called again (``opt_out_phrases``' default).
+OPT_OUT_PHRASES = (
+    "stop calling",
+    "do not call",
+    "don't call me",
+    "remove me from your list",
+    "take me off your list",
+)
+
+
 class AgentConfig(_Strict):
     """Every key of DESIGN §15's config."""
 
     prompt: Annotated[SafeStr, StringConstraints(max_length=100_000)] | None = None
     first_message: Annotated[SafeStr, StringConstraints(max_length=2_000)] | None = None
+    #: Said before anything else on every call (a recording or automated-call notice).
+    disclosure: Annotated[SafeStr, StringConstraints(max_length=500)] | None = None
     agent_speaks_first: bool | None = None
     voice_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F-]{32,36}$")] | None = None
     language: Annotated[str, StringConstraints(pattern=LANGUAGE_TAG)] | None = None
@@ -208,8 +112,14 @@ class AgentConfig(_Strict):
         list[Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]],
         Field(max_length=20),
     ] = []
+    #: A caller line holding one puts the number on the do-not-call list and ends the call.
+    opt_out_phrases: Annotated[
+        list[Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]],
+        Field(max_length=20),
+    ] = Field(default_factory=lambda: list(OPT_OUT_PHRASES))
     summary_prompt: Annotated[SafeStr, StringConstraints(max_length=10_000)] | None = None
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
+    knowledge: Knowledge | None = None
 
 
 def _path(loc: tuple[str | int, ...]) -> str:
@@ -254,6 +164,35 @@ def validate_config(document: object, *, field: str = "config") -> dict[str, Any
     for tool, given in zip(stored.get("tools", []), parsed.tools, strict=True):
         tool["name"] = given.name or given.type
     return stored
+
+
+def read_config(stored: Mapping[str, Any]) -> AgentConfig:
+    """A stored config, typed, for a conversation about to start. The API checked it when it
+    was committed; a key or a tool that a rule added since refuses is left out, with a warning,
+    rather than failing the call."""
+    document: dict[str, Any] = dict(stored)
+    while True:
+        try:
+            return AgentConfig.model_validate(document)
+        except ValidationError as exc:
+            errors = exc.errors(include_input=False, include_url=False)
+        bad_tools, bad_keys = set(), set()
+        for error in errors:
+            loc = error["loc"]
+            if len(loc) > 1 and loc[0] == "tools" and isinstance(loc[1], int):
+                bad_tools.add(loc[1])
+            elif loc:
+                bad_keys.add(str(loc[0]))
+        log.warning(
+            "a stored agent config breaks today's rules; left out: %s",
+            ", ".join([*sorted(bad_keys), *(f"tools/{n}" for n in sorted(bad_tools))]),
+        )
+        if bad_tools:
+            document["tools"] = [t for n, t in enumerate(document["tools"]) if n not in bad_tools]
+        for key in bad_keys:
+            document.pop(key, None)
+        if not bad_tools and not bad_keys:
+            return AgentConfig()
 
 
 def tool_names(config: dict[str, Any]) -> list[str]:

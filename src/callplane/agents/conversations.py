@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,10 +20,11 @@ from callplane.agents.text_tools import ToolRunner, tool_runner
 from callplane.agents.variables import VariableSources, render
 from callplane.brain.base import Brain, BrainError, TextDelta, ToolCall
 from callplane.brain.build import build_brain
-from callplane.brain.prompts import conversation_messages
+from callplane.brain.history import ChatHistory, Said, ToolAnswered, ToolCalled
 from callplane.contacts.identifiers import normalize_identifier
 from callplane.errors import InvalidInput, Unavailable
 from callplane.runtime import Runtime
+from callplane.tools import knowledge
 from callplane.tools.toolbox import Toolbox
 
 #: Brain rounds in one turn: a tool result may lead to one more line, not to a loop.
@@ -33,6 +35,43 @@ def brain_tools(config: dict[str, Any]) -> list[dict[str, Any]]:
     """The commit's tools as the brain sees them on a call (one registry: ``callplane.tools``);
     ``end_call`` is always among them."""
     return Toolbox.from_configs(config.get("tools", [])).definitions()
+
+
+@dataclass(frozen=True)
+class Scene:
+    """What a text conversation of a commit starts from: the rendered prompt, disclosure and
+    opening line (None when the agent waits for the caller), and the contact standing as the
+    other party."""
+
+    prompt: str | None
+    disclosure: str | None
+    opening: str | None
+    identifier: str | None
+
+
+async def prepare(
+    session: AsyncSession,
+    organization_id: int,
+    config: dict[str, Any],
+    params: dict[str, Any],
+    contact: str | None,
+) -> Scene:
+    """InvalidInput naming ``contact`` when it is not an identifier."""
+    identifier = None
+    known: dict[str, Any] = {}
+    if contact:
+        try:
+            identifier = normalize_identifier(contact)
+        except InvalidInput:
+            raise InvalidInput("contact: not a valid contact identifier", loc=("body",)) from None
+        known = await contact_data(session, organization_id, identifier)
+    sources = VariableSources(params=params, contact=known, defaults=config.get("variables", {}))
+
+    def rendered(key: str) -> str | None:
+        return render(config[key], sources)[0] if config.get(key) else None
+
+    opening = rendered("first_message") if config.get("agent_speaks_first", True) else None
+    return Scene(rendered("prompt"), rendered("disclosure"), opening, identifier)
 
 
 async def take_turn(
@@ -47,24 +86,19 @@ async def take_turn(
     if commit is None:
         raise InvalidInput("ref: no such branch or commit of this agent", loc=("body",))
     config, commit_id, secret = commit.config, str(commit.id), agent.tools_secret
-    contact: dict[str, Any] = {}
-    identifier = None
-    if body.contact:
-        try:
-            identifier = normalize_identifier(body.contact)
-        except InvalidInput:
-            raise InvalidInput("contact: not a valid contact identifier", loc=("body",)) from None
-        contact = await contact_data(session, organization_id, identifier)
-    sources = VariableSources(
-        params=body.params, contact=contact, defaults=config.get("variables", {})
-    )
-    transcript: list[dict[str, Any]] = [{"role": m.role, "text": m.text} for m in body.messages]
-    entries: list[dict[str, Any]] = []
-    if not transcript and config.get("agent_speaks_first", True) and config.get("first_message"):
-        line, _ = render(config["first_message"], sources)
-        entries.append({"role": "assistant", "text": line})
-        return {"commit_id": commit_id, "entries": entries, "ended": False}
-    prompt, _ = render(config["prompt"], sources) if config.get("prompt") else (None, [])
+    scene = await prepare(session, organization_id, config, body.params, body.contact)
+    history = ChatHistory()
+    for message in body.messages:
+        history.add(Said(message.role, message.text))
+    #: The request's own lines: what the agent says comes after them.
+    before = len(history.items)
+    if not before and scene.disclosure:
+        # Said before anything else, as on every call.
+        history.add(Said("assistant", scene.disclosure))
+    if not before and scene.opening:
+        history.add(Said("assistant", scene.opening))
+        return {"commit_id": commit_id, "entries": history.transcript, "ended": False}
+    prompt, identifier = scene.prompt, scene.identifier
     # The turn has read all it needs. A POST's session holds SQLite's write lock, which the
     # tools' own writes (a record, contact data) would wait on, and which no one should hold
     # while a language model thinks: let it go.
@@ -84,6 +118,7 @@ async def take_turn(
         "agent_id": str(agent_uuid),
         "agent_commit_id": commit_id,
     }
+    await _consult(runtime, organization_id, config, body, history)
     try:
         async with tool_runner(
             runtime,
@@ -93,58 +128,73 @@ async def take_turn(
             tools_secret=secret,
             call=call,
         ) as tools:
-            ended = await _rounds(brain, tools, prompt, transcript, entries, config)
+            ended = await rounds(brain, tools, prompt, history, config)
     except BrainError as exc:
         raise Unavailable(f"The language model failed: {exc}") from None
     finally:
         await brain.aclose()
-    return {"commit_id": commit_id, "entries": entries, "ended": ended}
+    return {"commit_id": commit_id, "entries": history.transcript[before:], "ended": ended}
 
 
-async def _rounds(
+async def _consult(
+    runtime: Runtime,
+    organization_id: int,
+    config: dict[str, Any],
+    body: ConversationRequest,
+    history: ChatHistory,
+) -> None:
+    """``knowledge.auto``, as on a call: the caller's last words looked up before the brain is
+    asked, what was found added as a ``knowledge_search`` call and its answer."""
+    settings = config.get("knowledge")
+    if not knowledge.auto_enabled(settings) or not body.messages:
+        return
+    if body.messages[-1].role != "user" or settings is None:
+        return
+    consulted = await knowledge.consult(runtime, organization_id, settings, body.messages[-1].text)
+    if consulted is not None:
+        call_id = history.call_id()
+        history.add(ToolCalled(call_id, knowledge.TYPE, {"query": consulted.query}))
+        history.add(ToolAnswered(call_id, knowledge.TYPE, consulted.text))
+
+
+async def rounds(
     brain: Brain,
     tools: ToolRunner,
     prompt: str | None,
-    transcript: list[dict[str, Any]],
-    entries: list[dict[str, Any]],
+    history: ChatHistory,
     config: dict[str, Any],
 ) -> bool:
-    """The agent's next lines and tool uses, appended to ``entries``; whether the agent ended
+    """The agent's next lines and tool uses, added to ``history``; whether the agent ended
     the conversation."""
     ended = False
+    spoken: list[str] = []
     for _ in range(MAX_ROUNDS):
-        text, calls = await _one_reply(brain, prompt, transcript + entries, config)
+        text, calls = await _one_reply(brain, history.messages(prompt), config)
         if text:
-            entries.append({"role": "assistant", "text": text})
+            history.add(Said("assistant", text))
+            spoken.append(text.lower())
+        calls = [replace(call, call_id=history.call_id()) for call in calls]
+        for call in calls:
+            history.add(ToolCalled(call.call_id, call.name, call.arguments))
         # The tools of one reply run together, as on a call: the turn waits for the slowest
         # deadline, not for their sum.
         answers = await asyncio.gather(*(tools.answer(call) for call in calls))
         for call, answer in zip(calls, answers, strict=True):
-            entries.append(
-                {
-                    "role": "assistant",
-                    "function_name": call.name,
-                    "arguments": call.arguments,
-                    "text": "",
-                }
-            )
-            entries.append({"role": "tool", "function_name": call.name, "text": answer.text})
+            history.add(ToolAnswered(call.call_id, call.name, answer.text))
             ended = ended or answer.ended
         if not calls or ended:
             break
     if not ended:
         phrases = [p.lower() for p in config.get("end_call_phrases", [])]
-        spoken = [e["text"].lower() for e in entries if e["role"] == "assistant"]
         ended = any(p in line for p in phrases for line in spoken)
     return ended
 
 
 async def _one_reply(
-    brain: Brain, prompt: str | None, transcript: list[dict[str, Any]], config: dict[str, Any]
+    brain: Brain, messages: list[dict[str, Any]], config: dict[str, Any]
 ) -> tuple[str, list[ToolCall]]:
     parts: list[str] = []
     calls: list[ToolCall] = []
-    messages = conversation_messages(prompt, transcript)
     async for event in brain.stream_reply(
         messages,
         tools=brain_tools(config),

@@ -33,8 +33,9 @@ from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 from callplane.kit.pagination import total_pages
+from callplane.kit.scopes import AGENTS
 
-router = family_router(STATUS, tags=["agents"])
+router = family_router(STATUS, scopes=AGENTS, tags=["agents"])
 
 Page = Annotated[int, Query(ge=1, le=1_000_000)]
 PageSize = Annotated[int, Query(ge=1, le=100)]
@@ -94,12 +95,21 @@ async def get_agent(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant)
     return json_response({"agent": await wire.agent_wire(session, tenant.organization_id, agent)})
 
 
-@router.patch("/agents/{uuid}", response_model=AgentEnvelope, summary="Rename an agent")
+@router.patch(
+    "/agents/{uuid}", response_model=AgentEnvelope, summary="Rename an agent or set its merge gate"
+)
 async def rename_agent(
     uuid: uuid.UUID, body: AgentUpdate, session: SessionDep, tenant: CurrentTenant
 ) -> Response:
-    """Change the agent's name (the name is not versioned)."""
-    agent = await service.rename_agent(session, tenant.organization_id, uuid, body.name)
+    """Change the agent's name (the name is not versioned) or `merge_requires_passing_tests`:
+    while true, merging a branch answers 409 naming each test that did not pass on its head."""
+    agent = await service.update_agent(
+        session,
+        tenant.organization_id,
+        uuid,
+        name=body.name,
+        merge_requires_passing_tests=body.merge_requires_passing_tests,
+    )
     return json_response({"agent": await wire.agent_wire(session, tenant.organization_id, agent)})
 
 

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from callplane.calls.schemas import SafeStr
+from callplane.kit.schemas import SafeStr
 
 Message = Annotated[SafeStr, StringConstraints(max_length=2_000)]
 Ref = Annotated[SafeStr, StringConstraints(min_length=1, max_length=64)]
@@ -28,7 +28,17 @@ class AgentCreate(_Body):
 
 
 class AgentUpdate(_Body):
-    name: Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]
+    name: Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)] | None = None
+    merge_requires_passing_tests: bool | None = Field(
+        default=None,
+        description="While true, merging a branch needs a passing run of every test on its head",
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> AgentUpdate:
+        if self.name is None and self.merge_requires_passing_tests is None:
+            raise ValueError("give name or merge_requires_passing_tests")
+        return self
 
 
 class CommitCreate(_Body):
@@ -97,6 +107,7 @@ class Agent(BaseModel):
     default_branch: Literal["main"] = "main"
     branches: list[Branch]
     config: dict[str, Any] = Field(description="The config of main's head")
+    merge_requires_passing_tests: bool = False
     created_at: datetime
     updated_at: datetime
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
@@ -29,7 +29,7 @@ from callplane.telephony.base import (
     TransferOutcome,
     TransferTarget,
 )
-from callplane.tools import ToolContext
+from callplane.tools import ToolContext, tool_context
 from callplane.tools.function import function_tool_client
 from callplane.tools.toolbox import Toolbox
 
@@ -81,9 +81,15 @@ class ToolRunner(Protocol):
     async def answer(self, call: ToolCall) -> Answer: ...
 
 
+@dataclass(frozen=True)
 class Mocked:
+    """Every tool answers its mock (an agent test's ``mocks``), else ``{"mocked": true}``."""
+
+    mocks: Mapping[str, Any] = field(default_factory=dict)
+
     async def answer(self, call: ToolCall) -> Answer:
-        return Answer(MOCKED, call.name == "end_call")
+        text = orjson.dumps(self.mocks[call.name]).decode() if call.name in self.mocks else MOCKED
+        return Answer(text, call.name == "end_call")
 
 
 @dataclass
@@ -111,12 +117,13 @@ async def tool_runner(
         yield Mocked()
         return
     async with function_tool_client(runtime.settings) as http:
-        context = ToolContext(
+        context = tool_context(
             connection=TextLine(),
             call=call,
             organization_id=organization_id,
             runtime=runtime,
             http=http,
             tools_secret=tools_secret,
+            on_call=None,
         )
         yield Running(Toolbox.from_configs(config.get("tools", [])), context)

@@ -80,6 +80,7 @@ async def agents_wire(
                 "default_branch": MAIN,
                 "branches": [branch_wire(b) for b in branches[agent.id]],
                 "config": configs.get(main.head, {}) if main else {},
+                "merge_requires_passing_tests": agent.merge_requires_passing_tests,
                 "created_at": agent.created_at,
                 "updated_at": agent.updated_at,
             }

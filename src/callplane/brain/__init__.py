@@ -11,21 +11,24 @@ from callplane.brain.analyzers import run_analyzers
 from callplane.brain.base import Brain, BrainError, ReplyEvent, TextDelta, ToolCall
 from callplane.brain.build import build_brain
 from callplane.brain.client import ChatCompletionsBrain
-from callplane.brain.prompts import conversation_messages
+from callplane.brain.history import ChatHistory, Said, ToolAnswered, ToolCalled
 from callplane.brain.sentences import SentenceSplitter
 from callplane.brain.summary import Summary, summarize
 
 __all__ = [
     "Brain",
     "BrainError",
+    "ChatHistory",
     "ChatCompletionsBrain",
     "ReplyEvent",
+    "Said",
     "SentenceSplitter",
     "Summary",
     "TextDelta",
+    "ToolAnswered",
     "ToolCall",
+    "ToolCalled",
     "build_brain",
-    "conversation_messages",
     "run_analyzers",
     "summarize",
 ]

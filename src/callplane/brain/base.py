@@ -11,7 +11,13 @@ Message = dict[str, Any]
 
 
 class BrainError(Exception):
-    """The brain could not answer; the message says why, for the call's events."""
+    """The brain could not answer; the message says why, for the call's events. ``retryable``:
+    the server was unreachable or said it is busy (502, 503, 504) before answering anything,
+    so asking once more may well work."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 @dataclass(frozen=True)

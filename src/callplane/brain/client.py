@@ -115,7 +115,7 @@ class ChatCompletionsBrain:
         except TimeoutError:
             raise BrainError(f"no answer within {self.timeout_seconds:g} s") from None
         except httpx.HTTPError as exc:
-            raise BrainError(_describe(exc)) from None
+            raise _unreachable(exc) from None
         _check_status(response.status_code, response.text)
         try:
             content = orjson.loads(response.content)["choices"][0]["message"]["content"]
@@ -166,7 +166,7 @@ class ChatCompletionsBrain:
         except TimeoutError:
             raise BrainError(f"no whole reply within {self.timeout_seconds:g} s") from None
         except httpx.HTTPError as exc:
-            raise BrainError(_describe(exc)) from None
+            raise _unreachable(exc) from None
 
 
 async def _reply_events(response: httpx.Response) -> AsyncGenerator[ReplyEvent, None]:
@@ -199,15 +199,27 @@ async def _reply_events(response: httpx.Response) -> AsyncGenerator[ReplyEvent, 
             yield pending[index].finish()
 
 
+#: The server is there but busy or its upstream is: worth one more try.
+BUSY_STATUSES = frozenset({502, 503, 504})
+
+
 def _check_status(status: int, text: str) -> None:
     if status >= 400:
-        raise BrainError(f"the server answered HTTP {status}: {_short(text)}")
+        raise BrainError(
+            f"the server answered HTTP {status}: {_short(text)}",
+            retryable=status in BUSY_STATUSES,
+        )
 
 
-def _describe(exc: httpx.HTTPError) -> str:
+def _unreachable(exc: httpx.HTTPError) -> BrainError:
     if isinstance(exc, httpx.TimeoutException):
-        return f"timed out ({type(exc).__name__})"
-    return f"could not reach the server ({type(exc).__name__}: {_short(str(exc))})"
+        # Asking again would double the wait the caller already had.
+        return BrainError(f"timed out ({type(exc).__name__})")
+    detail = f"{type(exc).__name__}: {_short(str(exc))}"
+    # Only a connection never made is surely unanswered; a stream cut midway is not retried.
+    return BrainError(
+        f"could not reach the server ({detail})", retryable=isinstance(exc, httpx.ConnectError)
+    )
 
 
 def _short(text: str, limit: int = 300) -> str:

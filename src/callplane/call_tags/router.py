@@ -14,8 +14,9 @@ from callplane.http.families import DETAIL
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 from callplane.kit.pagination import total_pages
+from callplane.kit.scopes import CALLS
 
-router = family_router(DETAIL, tags=["call tags"])
+router = family_router(DETAIL, scopes=CALLS, tags=["call tags"])
 
 
 @router.get("/call_tags", response_model=CallTagList, summary="List call tags")

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.calls import events, service
 from callplane.calls.schemas import CallCreate
+from callplane.campaigns.donotcall import is_suppressed
 from callplane.errors import InvalidInput
 from callplane.kit import wakeups
 from callplane.models.calls import Call
@@ -26,6 +27,14 @@ async def place_call(
         raise InvalidInput(
             "simulate: is only for the simulated network (CALLPLANE_TELEPHONY=simulated)",
             loc=("body", "simulate"),
+        )
+    if not body.ignore_suppression and await is_suppressed(
+        session, organization_id, body.to_number
+    ):
+        raise InvalidInput(
+            "to_number: is on the do-not-call list (send ignore_suppression: true for a call "
+            "the person asked for)",
+            loc=("body", "to_number"),
         )
     call = await service.create_call(session, organization_id, body)
     await wakeups.announce(session, wakeups.CALLS)

@@ -61,7 +61,7 @@ async def record_call_events(
                 "sequence": e.call.event_sequence,
                 "type": e.type,
                 "at": at,
-                "data": dict(e.data),
+                "data": _with_campaign(e),
             }
             for e in events
         ],
@@ -92,6 +92,7 @@ async def record_call_events(
                 data={
                     "call": wires[(e.call.id, e.call.event_sequence)],
                     "sequence": e.call.event_sequence,
+                    **({"campaign_id": str(e.call.campaign_id)} if e.call.campaign_id else {}),
                 },
                 endpoints=targets,
                 ordering=(str(e.call.id), e.call.event_sequence),
@@ -99,6 +100,14 @@ async def record_call_events(
             for e, targets in sent
         ],
     )
+
+
+def _with_campaign(event: NewCallEvent) -> dict[str, Any]:
+    """An attempt's every event names its campaign (``docs/campaigns.md``)."""
+    data = dict(event.data)
+    if event.call.campaign_id is not None:
+        data["campaign_id"] = str(event.call.campaign_id)
+    return data
 
 
 async def list_call_events(

@@ -14,8 +14,9 @@ from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import FIND
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
+from callplane.kit.scopes import CALLS
 
-router = family_router(FIND, tags=["calls"])
+router = family_router(FIND, scopes=CALLS, tags=["calls"])
 
 
 @router.get(

@@ -13,22 +13,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 from sqlalchemy import Table, select
 from sqlalchemy.exc import IntegrityError
 
 from callplane.calls.attributes import attribute_entries
-from callplane.calls.schemas import (
-    AnalysisResult,
-    Attributes,
-    JSONObject,
-    LongText,
-    SafeStr,
-    ShortText,
-    TranscriptEntry,
-)
+from callplane.calls.schemas import AnalysisResult, TranscriptEntry
 from callplane.calls.service import KnownReferences
 from callplane.errors import InvalidInput
 from callplane.fixtures import (
@@ -41,8 +33,9 @@ from callplane.fixtures import (
 )
 from callplane.kit.ahead import ahead
 from callplane.kit.bulk import BulkInsert, random_uuid_hexes
+from callplane.kit.schemas import Attributes, JSONObject, LongText, SafeStr, ShortText
 from callplane.models.base import utcnow
-from callplane.models.calls import Call, CallAttribute, CallTagLink
+from callplane.models.calls import Call, CallAttribute, CallStatus, CallTagLink
 from callplane.models.orgs import Organization
 
 Short64 = Annotated[SafeStr, StringConstraints(max_length=64)]
@@ -55,16 +48,7 @@ class CallItem(BaseModel):
     simple_uuid: uuid.UUID | None = None
     from_number: Short64 | None = None
     to_number: Short64 | None = None
-    status: Literal[
-        "enqueued",
-        "dialing",
-        "in_progress",
-        "completed",
-        "failed",
-        "no_answer",
-        "busy",
-        "cancelled",
-    ] = "enqueued"
+    status: CallStatus = "enqueued"
     started_at: datetime | None = None
     ended_at: datetime | None = None
     duration: int | None = Field(default=None, ge=0, le=10**9)
@@ -120,6 +104,7 @@ _CALL_COLUMNS = (
     "agent_branch",
     "agent_commit_id",
     "agent_branch_name",
+    "campaign_id",
     "external_identifiers",
     "params",
     "cart",
@@ -337,6 +322,7 @@ def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
                 item.agent_branch,
                 item.agent_commit_id,
                 item.agent_branch_name,
+                None,  # a fixture's call is no campaign's attempt
                 json(item.external_identifiers),
                 json(item.params),
                 json(item.cart),

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal
 
 import orjson
 from fastapi import Header, Query
@@ -18,21 +18,17 @@ from callplane.calls.schemas import (
     CallEventList,
     CallList,
     Cancelled,
-    UtcTimestamp,
 )
 from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.responses import dumps, json_response
 from callplane.http.routing import family_router
 from callplane.kit.pagination import total_pages
-from callplane.models.calls import CALL_STATUSES
+from callplane.kit.schemas import UtcTimestamp
+from callplane.kit.scopes import CALLS
+from callplane.models.calls import CallStatus
 
-router = family_router(STATUS, tags=["calls"])
-
-CallStatus = Literal[
-    "enqueued", "dialing", "in_progress", "completed", "failed", "no_answer", "busy", "cancelled"
-]
-assert set(get_args(CallStatus)) == set(CALL_STATUSES)
+router = family_router(STATUS, scopes=CALLS, tags=["calls"])
 
 
 @router.post(

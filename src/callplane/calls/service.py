@@ -73,6 +73,7 @@ def call_wire(call: Call, tags: list[dict[str, Any]], recording_url: str | None)
     wire["recording_presigned_url"] = recording_url
     for name in _TAIL:
         wire[name] = getattr(call, name)
+    wire["campaign_id"] = uuid_text(call.campaign_id)
     return wire
 
 
@@ -253,6 +254,7 @@ async def resolve_agent(
         agent_uuid=body.agent_id,
         branch_name=body.agent_branch_name,
         commit_id=body.agent_commit_id,
+        other_party=body.to_number,
     )
     required = [n for n in resolved.config.get("required_variables", []) if n not in body.params]
     if required:
@@ -265,7 +267,14 @@ async def resolve_agent(
     return resolved
 
 
-async def create_call(session: AsyncSession, organization_id: int, body: CallCreate) -> Call:
+async def create_call(
+    session: AsyncSession,
+    organization_id: int,
+    body: CallCreate,
+    *,
+    campaign_id: uuid.UUID | None = None,
+) -> Call:
+    """A new enqueued call; ``campaign_id`` makes it an attempt of that campaign."""
     agent = await resolve_agent(session, organization_id, body)
     await check_references(
         session,
@@ -287,6 +296,7 @@ async def create_call(session: AsyncSession, organization_id: int, body: CallCre
         agent_branch=uuid_text(agent.branch_uuid) if agent else None,
         agent_branch_name=agent.branch_name if agent else None,
         agent_commit_id=str(agent.commit_id) if agent else None,
+        campaign_id=campaign_id,
         voice_uuid=body.voice_id,
         call_prompt=body.call_prompt,
         language=body.language,

@@ -1,4 +1,4 @@
-"""``callplane serve | migrate | doctor | orgs | keys | load | demo | users | worker``.
+"""``callplane serve | migrate | doctor | orgs | keys | load | demo | users | worker | audit``.
 
 ``--json`` outputs are a contract (DESIGN §2): exactly one JSON object on stdout.
 """
@@ -16,6 +16,8 @@ import orjson
 import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.cli.agents import agents_app
+from callplane.cli.audit import audit_app
 from callplane.cli.common import fail, in_transaction, missing_database, print_json
 from callplane.cli.doctor import doctor
 from callplane.cli.sip import sip_app
@@ -36,10 +38,12 @@ app = typer.Typer(
 orgs_app = typer.Typer(help="Organizations.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 app.add_typer(orgs_app, name="orgs")
+app.add_typer(agents_app, name="agents")
 app.add_typer(keys_app, name="keys")
 app.add_typer(users_app, name="users")
 app.add_typer(sip_app, name="sip")
 app.add_typer(voices_app, name="voices")
+app.add_typer(audit_app, name="audit")
 app.command()(worker)
 app.command()(doctor)
 

@@ -21,7 +21,7 @@ def voices_engines(
     from callplane.voices.schemas import Engine
 
     settings = Settings()
-    engines = list_engines(settings.piper_voices_dir)
+    engines = list_engines(settings)
     if as_json:
         print_json([Engine(**vars(e)).model_dump() for e in engines])
         return

@@ -17,6 +17,7 @@ from fastapi import Path, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
+from callplane.audit.requests import audited_read
 from callplane.contacts import service
 from callplane.contacts.identifiers import normalize_identifier
 from callplane.contacts.schemas import (
@@ -33,9 +34,10 @@ from callplane.http.responses import json_response
 from callplane.http.routing import exact_json_text, family_router
 from callplane.http.unit_of_work import one_transaction
 from callplane.kit.pagination import total_pages
+from callplane.kit.scopes import CONTACTS
 from callplane.models.base import utcnow
 
-router = family_router(STATUS, tags=["contacts"])
+router = family_router(STATUS, scopes=CONTACTS, tags=["contacts"])
 
 T = TypeVar("T")
 
@@ -103,6 +105,7 @@ async def put_contact_data(
 @router.get(
     _DATA_PATH, response_model=ContactData, summary="Read contact data", responses=_NOT_FOUND
 )
+@audited_read("contacts.read_data")
 async def get_contact_data(
     phone_number: PhoneNumberPath, request: Request, tenant: CurrentTenant
 ) -> Response:
@@ -130,6 +133,7 @@ async def delete_contact_data(
 
 
 @router.get("/contacts", response_model=ContactList, summary="List contacts with stored data")
+@audited_read("contacts.list")
 async def list_contacts(
     session: SessionDep,
     tenant: CurrentTenant,

@@ -35,8 +35,9 @@ from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import STATUS, StatusError
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
+from callplane.kit.scopes import DATA, needs_scope
 
-router = family_router(STATUS, prefix="/data", tags=["custom data"])
+router = family_router(STATUS, scopes=DATA, prefix="/data", tags=["custom data"])
 
 
 def _catalog(request: Request) -> Catalog:
@@ -124,6 +125,7 @@ async def create_records(
         }
     },
 )
+@needs_scope("data:read")  # a search, sent as POST for its body
 async def query_records(
     table_name: str,
     body: Annotated[dict[str, Any], Body()],

@@ -21,7 +21,7 @@ from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime
 from callplane.errors import InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.pagination import total_pages
-from callplane.models.calls import CALL_STATUSES
+from callplane.models.calls import CALL_STATUSES, UNFINISHED_STATUSES
 from callplane.voices.service import list_voices
 
 router = dashboard_router()
@@ -133,6 +133,7 @@ async def call_page(
         request,
         "call.html",
         section="calls",
+        unfinished=UNFINISHED_STATUSES,
         call=wire,
         latency=latency,
         events=timeline,

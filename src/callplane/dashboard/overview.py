@@ -28,7 +28,7 @@ from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime
 from callplane.http.deps import SessionDep
 from callplane.kit.tenancy import select_owned
 from callplane.models.base import utcnow
-from callplane.models.calls import Call, CallEvent
+from callplane.models.calls import TERMINAL_STATUSES, Call, CallEvent
 from callplane.models.webhooks import WebhookDelivery
 from callplane.observability import turns
 
@@ -36,7 +36,7 @@ router = dashboard_router()
 
 DAYS = 14
 #: Calls that were dialled (or rang in): the answer rate's denominator.
-DIALLED = ("completed", "failed", "no_answer", "busy")
+DIALLED = tuple(s for s in TERMINAL_STATUSES if s != "cancelled")
 PHASES = ("end_of_turn", "recognition", "first_token", "first_audio", "total")
 TURN_EVENT = "agent.turn_latency"
 #: The most recent turn measurements the percentiles are computed from.

@@ -20,6 +20,7 @@ NAV = (
     ("external-calls", "External calls"),
     ("numbers", "Phone numbers"),
     ("agents", "Agents"),
+    ("knowledge", "Knowledge"),
     ("webhooks", "Webhooks"),
     ("keys", "API keys"),
 )

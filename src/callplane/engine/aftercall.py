@@ -58,15 +58,20 @@ async def record_agent_event(
     runtime: Runtime, organization_id: int, call_id: uuid.UUID, type_: str, data: dict[str, Any]
 ) -> None:
     async with runtime.db.session(write=True) as session:
-        sequence = await session.scalar(
-            update_owned(Call, organization_id)
-            .where(Call.id == call_id)
-            .values(event_sequence=Call.event_sequence + 1)
-            .returning(Call.event_sequence)
-            .execution_options(synchronize_session=False)
-        )
-        if sequence is None:
+        row = (
+            await session.execute(
+                update_owned(Call, organization_id)
+                .where(Call.id == call_id)
+                .values(event_sequence=Call.event_sequence + 1)
+                .returning(Call.event_sequence, Call.campaign_id)
+                .execution_options(synchronize_session=False)
+            )
+        ).first()
+        if row is None:
             return
+        sequence, campaign_id = row
+        if campaign_id is not None:  # an attempt's every event names its campaign
+            data = {**data, "campaign_id": str(campaign_id)}
         session.add(
             CallEvent(
                 organization_id=organization_id,

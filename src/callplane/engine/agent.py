@@ -5,9 +5,9 @@ Three layers, the later winning: the deployment's settings (``CALLPLANE_LLM_MODE
 ``CALLPLANE_MAX_CALL_SECONDS``) < the config of the agent's commit the call runs < the call's
 own fields (``call_prompt``, ``first_message``, ``voice_id``, ``language``,
 ``agent_speaks_first``, ``keyterms``; its ``analyzers`` come first and the commit's are added).
-Templates (prompt, first message, voicemail message) are rendered here, once, by the renderer
-the caller gives (``{{variables}}``, the agents domain's); the names it could not find are kept
-for the ``agent.started`` event.
+Templates (prompt, first message, disclosure, voicemail message) are rendered here, once, by the
+renderer the caller gives (``{{variables}}``, the agents domain's); the names it could not find
+are kept for the ``agent.started`` event.
 
 A call with no agent commit behaves as before agents existed: no voicemail handling (the agent
 talks to the machine as to a person) and no silence timeout; an agent's config turns both on,
@@ -19,7 +19,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from callplane.agents.config import OPT_OUT_PHRASES, AgentConfig, read_config
 
 if TYPE_CHECKING:
     from callplane.runtime import Runtime
@@ -27,6 +31,8 @@ if TYPE_CHECKING:
 
 #: ``render(template) -> (text, names not found)``: the call's ``{{variables}}`` filled in.
 Renderer = Callable[[str], tuple[str, Sequence[str]]]
+
+T = TypeVar("T")
 
 DEFAULT_LANGUAGE = "en"
 DEFAULT_SILENCE_TIMEOUT_SECONDS = 30.0
@@ -48,6 +54,8 @@ class Voicemail:
 class AgentSpec:
     prompt: str | None = None
     first_message: str | None = None
+    #: Rendered; said before anything else on every call (the voicemail message included).
+    disclosure: str | None = None
     agent_speaks_first: bool = True
     voice_id: uuid.UUID | None = None
     language: str = DEFAULT_LANGUAGE
@@ -58,6 +66,8 @@ class AgentSpec:
     #: None: the agent waits for ever (a call without an agent commit).
     silence_timeout_seconds: float | None = None
     end_call_phrases: tuple[str, ...] = ()
+    #: A caller line holding one of these opts the person out (``tools/opt_out.py``).
+    opt_out_phrases: tuple[str, ...] = OPT_OUT_PHRASES
     #: None: a voicemail is talked to like a person (a call without an agent commit).
     voicemail: Voicemail | None = None
     summary_prompt: str | None = None
@@ -65,13 +75,26 @@ class AgentSpec:
     commit_id: str | None = None
     #: The commit's tools (DESIGN §15 Tool objects, by ``type``); ``end_call`` is always added.
     tools: tuple[Mapping[str, Any], ...] = ()
+    #: ``knowledge`` (``{"knowledge_base_id", "auto"}``): with ``auto``, each caller turn is
+    #: looked up there before the brain is asked.
+    knowledge: Mapping[str, Any] | None = None
     #: ``{{names}}`` found nowhere, sorted (DESIGN §15: the ``agent.started`` event lists them).
     missing_variables: tuple[str, ...] = ()
+
+    def opts_out(self, line: str) -> bool:
+        """Whether a caller line holds one of the opt-out phrases (case-insensitive, any
+        apostrophe)."""
+        folded = _folded(line)
+        return any(_folded(phrase) in folded for phrase in self.opt_out_phrases if phrase)
 
     def ends_the_call(self, line: str) -> bool:
         """Whether an agent line holds one of the end-call phrases (case-insensitive)."""
         folded = line.casefold()
         return any(phrase.casefold() in folded for phrase in self.end_call_phrases if phrase)
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.replace("\u2019", "'").casefold().split())
 
 
 class CallFields(Protocol):
@@ -101,9 +124,9 @@ def resolve_agent_spec(
     commit_id: str | None = None,
     render: Renderer = keep_template,
 ) -> AgentSpec:
-    """The call's agent: ``settings`` < ``config`` (the commit's, DESIGN §15 keys; None
-    without an agent) < ``call``; templates rendered with ``render``."""
-    commit: Mapping[str, Any] = config or {}
+    """The call's agent: ``settings`` < ``config`` (the commit's, read through the API's
+    ``AgentConfig``; None without an agent) < ``call``; templates rendered with ``render``."""
+    commit = read_config(config) if config is not None else AgentConfig()
     missing: set[str] = set()
 
     def rendered(template: str | None) -> str | None:
@@ -113,42 +136,50 @@ def resolve_agent_spec(
         missing.update(names)
         return text
 
-    def pick(call_value: Any, key: str) -> Any:
-        return call_value if call_value is not None else commit.get(key)
-
-    voice = call.voice_uuid if call.voice_uuid is not None else _uuid(commit.get("voice_id"))
-    speaks_first = pick(call.agent_speaks_first, "agent_speaks_first")
-    keyterms = call.keyterms or commit.get("keyterms") or ()
+    voice = call.voice_uuid if call.voice_uuid is not None else _uuid(commit.voice_id)
+    speaks_first = _first(call.agent_speaks_first, commit.agent_speaks_first)
     voicemail = None
     if config is not None:
-        raw = commit.get("voicemail") or {}
+        raw = commit.voicemail
         voicemail = Voicemail(
-            action="leave_message" if raw.get("action") == "leave_message" else "hang_up",
-            message=rendered(str(raw.get("message") or "")) or "",
+            action=raw.action if raw is not None else "hang_up",
+            message=rendered(raw.message if raw is not None else None) or "",
         )
-    silence = commit.get("silence_timeout_seconds")
+    silence: float | None = commit.silence_timeout_seconds
     if silence is None and config is not None:
         silence = DEFAULT_SILENCE_TIMEOUT_SECONDS
-    temperature = commit.get("temperature")
     return AgentSpec(
-        prompt=rendered(pick(call.call_prompt, "prompt")),
-        first_message=rendered(pick(call.first_message, "first_message")),
+        prompt=rendered(_first(call.call_prompt, commit.prompt)),
+        first_message=rendered(_first(call.first_message, commit.first_message)),
+        disclosure=rendered(commit.disclosure) or None,
         agent_speaks_first=speaks_first is not False,
         voice_id=voice,
-        language=pick(call.language, "language") or DEFAULT_LANGUAGE,
-        keyterms=tuple(str(term) for term in keyterms),
-        model=commit.get("model") or settings.llm_model,
-        temperature=float(temperature) if temperature is not None else None,
-        max_duration_seconds=float(commit.get("max_duration_seconds") or settings.max_call_seconds),
+        language=_first(call.language, commit.language) or DEFAULT_LANGUAGE,
+        keyterms=tuple(call.keyterms or commit.keyterms),
+        model=commit.model or settings.llm_model,
+        temperature=commit.temperature,
+        max_duration_seconds=float(commit.max_duration_seconds or settings.max_call_seconds),
         silence_timeout_seconds=float(silence) if silence is not None else None,
-        end_call_phrases=tuple(str(p) for p in commit.get("end_call_phrases") or ()),
+        end_call_phrases=tuple(commit.end_call_phrases),
+        opt_out_phrases=tuple(commit.opt_out_phrases),
         voicemail=voicemail,
-        summary_prompt=commit.get("summary_prompt"),
-        analyzers=(*call.analyzers, *(commit.get("analyzers") or ())),
+        summary_prompt=commit.summary_prompt,
+        analyzers=(*call.analyzers, *(_stored(a) for a in commit.analyzers)),
         commit_id=commit_id,
-        tools=tuple(t for t in commit.get("tools") or () if isinstance(t, Mapping)),
+        tools=tuple(_stored(tool) for tool in commit.tools),
         missing_variables=tuple(sorted(missing)),
+        knowledge=_stored(commit.knowledge) if commit.knowledge is not None else None,
     )
+
+
+def _first(call_value: T | None, commit_value: T | None) -> T | None:
+    """The call's own field wins over its commit's."""
+    return call_value if call_value is not None else commit_value
+
+
+def _stored(model: BaseModel) -> dict[str, Any]:
+    """A part of the config as the commit stores it (a tool reads its settings from this)."""
+    return model.model_dump(mode="json", exclude_unset=True)
 
 
 def _uuid(value: Any) -> uuid.UUID | None:

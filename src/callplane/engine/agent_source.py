@@ -11,7 +11,7 @@ from callplane.agents.contacts import contact_data
 from callplane.agents.service import load_commit_to_run
 from callplane.agents.variables import VariableSources, render
 from callplane.engine.agent import AgentCommit
-from callplane.engine.conversation import CallContext
+from callplane.engine.conversation.session import CallContext
 from callplane.models.base import utcnow
 from callplane.runtime import Runtime
 

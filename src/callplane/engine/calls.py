@@ -14,15 +14,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agents.service import resolve_branch_head
 from callplane.calls.answered import add_answered_call
-from callplane.calls.schemas import normalize_number
 from callplane.engine import lifecycle
+from callplane.engine.answering import detect_answered_by
 from callplane.engine.claim import claim_calls
-from callplane.engine.conversation import CallContext, after_call, hold_conversation
+from callplane.engine.conversation.session import CallContext, after_call, hold_conversation
 from callplane.engine.lifecycle import CallRef
 from callplane.engine.recorded_clock import restamp_transcript, restamp_turns
 from callplane.engine.switchboard import Switchboard
 from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
+from callplane.kit.schemas import normalize_number
 from callplane.kit.tenancy import across_organizations
 from callplane.models.base import Base, utcnow
 from callplane.models.calls import Call
@@ -32,7 +33,6 @@ from callplane.observability import metrics
 from callplane.observability.tracing import traced
 from callplane.recordings.service import put_call_recording
 from callplane.runtime import Runtime
-from callplane.speech.answering import detect_answered_by
 from callplane.telephony.base import (
     Connection,
     ConversationRunner,
@@ -119,7 +119,8 @@ async def place_call(board: Switchboard, call: Call, ref: CallRef) -> None:
     if answered_by is None:
         # The network cannot tell: listen to the first seconds (what is heard is replayed to
         # the conversation, which must hear it too).
-        answered_by, connection = await detect_answered_by(connection)
+        transcriber = board.services.providers.transcriber
+        answered_by, connection = await detect_answered_by(connection, transcriber)
     started = await board.moves.apply(lifecycle.answered(ref, answered_by, answered_at))
     if started is None:  # failed under us (lease lost) or gone: nobody may talk on it
         await connection.hangup()
@@ -252,7 +253,9 @@ async def create_inbound_call(
     organization_id, number, agent_id, branch_name = found
     # The head of the number's branch at this moment is the commit the call runs (DESIGN §15).
     agent = (
-        await resolve_branch_head(session, organization_id, agent_id, branch_name)
+        await resolve_branch_head(
+            session, organization_id, agent_id, branch_name, other_party=offer.from_number
+        )
         if agent_id is not None
         else None
     )

@@ -41,13 +41,13 @@ from callplane.calls.events import NewCallEvent, record_call_events
 from callplane.kit import wakeups
 from callplane.kit.tenancy import across_organizations
 from callplane.models.base import Base, utcnow
-from callplane.models.calls import Call
+from callplane.models.calls import ACTIVE_STATUSES, TERMINAL_STATUSES, Call
 from callplane.observability import metrics
 from callplane.runtime import Runtime
 from callplane.telephony.base import AnsweredBy, DialOutcome
 
-ACTIVE = ("dialing", "in_progress")
-TERMINAL = ("completed", "failed", "no_answer", "busy", "cancelled")
+ACTIVE = ACTIVE_STATUSES
+TERMINAL = TERMINAL_STATUSES
 
 
 @dataclass(frozen=True)

@@ -69,11 +69,7 @@ def _voices(settings: Settings) -> Synthesizers | None:
     """The voices, with the default one ready now (a Piper model loads in about a second), so
     a failure shows in the log at start rather than on the first call."""
     try:
-        return build_voices(
-            settings.voice_engine,
-            settings.piper_voices_dir,
-            piper_processes=settings.piper_processes,
-        )
+        return build_voices(settings)
     except Exception:
         log.warning("speech synthesis unavailable: the agent will not be heard", exc_info=True)
         return None

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callplane.engine.batching import GroupCommit
-from callplane.engine.conversation import ConversationServices
+from callplane.engine.conversation.session import ConversationServices
 from callplane.engine.lifecycle import CallRef
 from callplane.jobs import TaskContext
 from callplane.kit import wakeups
-from callplane.observability.logcontext import call_context
+from callplane.kit.logcontext import call_context
 from callplane.observability.tracing import traced_call
 from callplane.settings import Settings
 from callplane.telephony.base import TelephonyAdapter

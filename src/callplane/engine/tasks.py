@@ -6,7 +6,8 @@ on the worker's calls (``Switchboard``), so they are built for it.
 
 from __future__ import annotations
 
-from callplane.engine import calls, leases, retention
+from callplane.agent_tests.task import AGENT_RUNS
+from callplane.engine import calls, dialer, leases, retention
 from callplane.engine.switchboard import Switchboard
 from callplane.external_calls import transcription
 from callplane.jobs import WorkerTask
@@ -16,8 +17,10 @@ from callplane.webhooks import delivery
 def worker_tasks(board: Switchboard) -> list[WorkerTask]:
     return [
         calls.dispatch_task(board),
+        dialer.dialer_task(board),
         leases.leases_task(board),
         delivery.DELIVERY,
         transcription.TRANSCRIPTION,
         retention.RETENTION,
+        AGENT_RUNS,
     ]

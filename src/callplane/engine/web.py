@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from callplane.engine.calls import converse
-from callplane.engine.conversation import CallContext
+from callplane.engine.conversation.session import CallContext
 from callplane.engine.leases import leases_task
 from callplane.engine.lifecycle import CallRef
 from callplane.engine.switchboard import Switchboard

@@ -23,7 +23,7 @@ from callplane.engine.agent import AgentSource
 from callplane.engine.agent_source import commit_of_call
 from callplane.engine.batching import GroupCommit
 from callplane.engine.calls import inbound_router
-from callplane.engine.conversation import ConversationServices
+from callplane.engine.conversation.session import ConversationServices
 from callplane.engine.lifecycle import apply_moves
 from callplane.engine.providers import Providers, build_providers
 from callplane.engine.runner import TaskRunner

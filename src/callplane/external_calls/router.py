@@ -24,9 +24,10 @@ from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import EXTERNAL_CALLS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router, streamed_body
+from callplane.kit.scopes import CALLS
 from callplane.speech.decoding import media_format
 
-router = family_router(EXTERNAL_CALLS, tags=["external_calls"])
+router = family_router(EXTERNAL_CALLS, scopes=CALLS, tags=["external_calls"])
 
 #: The list's paging bounds (also what ``hot`` takes without the route).
 MAX_PAGE = 1_000_000

@@ -13,10 +13,10 @@ from uuid import UUID, uuid4
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from sqlalchemy import select
 
-from callplane.calls.schemas import SafeStr
 from callplane.feedback.schemas import NoteText
 from callplane.feedback.service import API_AUTHOR
 from callplane.fixtures import LoadContext, LoadError, parse_items, section
+from callplane.kit.schemas import SafeStr
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, FeedbackEntry, FeedbackNote
 

@@ -20,8 +20,9 @@ from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import DETAIL
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
+from callplane.kit.scopes import CALLS
 
-router = family_router(DETAIL, tags=["feedback"])
+router = family_router(DETAIL, scopes=CALLS, tags=["feedback"])
 
 
 @router.get("/calls/{uuid}/feedback", response_model=FeedbackList, summary="List a call's feedback")

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from callplane.calls.schemas import SafeStr
+from callplane.kit.schemas import SafeStr
 
 #: DESIGN §5: a note is 1–10,000 characters (kept exactly as sent).
 NoteText = Annotated[SafeStr, StringConstraints(min_length=1, max_length=10_000)]

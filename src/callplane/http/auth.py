@@ -1,14 +1,18 @@
-"""Bearer authentication, through the per-process key cache (``callplane.kit.keycache``)."""
+"""Bearer authentication, through the per-process key cache (``callplane.kit.keycache``), and
+authorisation: the one check of a key's scopes against the scope its route declares
+(``kit.scopes``)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
-from callplane.errors import Unauthorized
+from callplane.errors import Forbidden, Unauthorized
 from callplane.kit.keycache import KeyCache
+from callplane.kit.scopes import grants
 from callplane.kit.tenancy import Tenant
 from callplane.orgs.service import find_tenant
 from callplane.ratelimit import RateLimiter
@@ -58,5 +62,14 @@ async def authenticate(
                 "Missing or malformed Authorization header; expected 'Bearer <API key>'"
             )
         raise Unauthorized("Invalid API key")
+    if tenant.expires_at is not None and tenant.expires_at <= datetime.now(UTC):
+        raise Unauthorized("API key expired")
     await limiter.hit_key(tenant.api_key_id)
     return tenant
+
+
+def authorize(tenant: Tenant, route: object) -> None:
+    """403 unless the key holds the scope the matched route declares (``http.routing``)."""
+    needed: str | None = getattr(route, "required_scope", None)
+    if needed is not None and not grants(tenant.scopes, needed):
+        raise Forbidden(f"This API key lacks the scope {needed}")

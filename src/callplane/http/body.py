@@ -72,7 +72,8 @@ class PolicedRequest(Request):
         return receive
 
 
-async def _read_bounded(request: Request, limit: int) -> bytes:
+async def read_bounded(request: Request, limit: int) -> bytes:
+    """The body, or 413 once it passes ``limit`` bytes (declared or sent)."""
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
@@ -110,7 +111,7 @@ async def police_body(request: Request, *, exact_text: bool = False) -> Request:
     if request.method not in BODY_METHODS:
         return request
     limit: int = request.app.state.runtime.settings.max_body_bytes
-    raw = await _read_bounded(request, limit)
+    raw = await read_bounded(request, limit)
     if not raw.strip():
         return PolicedRequest(request, b"", None)
     require_json(request.headers.get("content-type"))

@@ -15,7 +15,8 @@ from fastapi import Depends
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
-from callplane.http.auth import authenticate
+from callplane.audit.requests import attribute
+from callplane.http.auth import authenticate, authorize
 from callplane.http.unit_of_work import UNIT_OF_WORK, end_unit_of_work, get_session
 from callplane.kit.tenancy import Tenant
 from callplane.runtime import Runtime
@@ -42,11 +43,16 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
 async def current_tenant(request: Request) -> Tenant:
-    """The calling organization. The bearer scheme is documented in OpenAPI by ``http.openapi``."""
+    """The calling organization, once its key is known to hold the scope of the route matched
+    (the fast paths leave their route in the scope as routing does). The bearer scheme is
+    documented in OpenAPI by ``http.openapi``."""
     runtime: Runtime = request.app.state.runtime
-    return await authenticate(
+    tenant = await authenticate(
         request, partial(get_session, request), runtime.key_cache, runtime.limiter
     )
+    authorize(tenant, request.scope.get("route"))
+    attribute(request.scope, tenant.organization_id, f"api_key:{tenant.api_key_id}")
+    return tenant
 
 
 CurrentTenant = Annotated[Tenant, Depends(current_tenant)]

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from callplane.errors import CallplaneError, InvalidInput, RateLimited, Unauthorized, Unavailable
-from callplane.http.messages import describe, plain_message
+from callplane.kit.messages import describe, plain_message
 
 
 class DetailItem(BaseModel):
@@ -83,7 +83,7 @@ DETAIL = ErrorFamily("detail", lambda m, _ms: {"detail": m}, DetailError, valida
 
 
 def detail_items(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Pydantic's errors as ``{loc, msg, type}`` items with plain messages (``http.messages``)."""
+    """Pydantic's errors as ``{loc, msg, type}`` items with plain messages (``kit.messages``)."""
     return [
         {
             "loc": [part for part in e.get("loc", ()) if isinstance(part, str | int)],

@@ -6,7 +6,7 @@ Each domain declares its fast paths beside its routes (``custom_data.fast``,
 ``external_calls.fast``) as ``FastPath`` entries: the route each stands for, by method and path,
 the spellings of the path it takes (a pattern; the layer itself leaves any escaped path to the
 routes) and ``take``, which reads the request's scope and returns its answer, or None to leave it
-to the route. App assembly hands the table (``http.v1.V1_FAST_PATHS``) to ``FastPathLayer``, which
+to the route. App assembly hands the table (``api.V1_FAST_PATHS``) to ``FastPathLayer``, which
 finds each entry's route and runs a request it takes through the route's own request pipeline
 (``http.pipeline``): the route's family, the route's body policy, the unit of work, the one
 renderer. So the answers, errors included, are the route's, byte for byte
@@ -112,6 +112,8 @@ class FastPathLayer:
                     break  # an escaped spelling: the routes decode it their way
                 answer = entry.fast.take(scope, match)
                 if answer is not None:
+                    # As routing leaves them (the audit log names the resource from them).
+                    scope["path_params"] = match.groupdict()
                     await self._serve(entry, answer, scope, receive, send)
                     return
         await self.app(scope, receive, send)

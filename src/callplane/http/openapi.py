@@ -58,6 +58,15 @@ TAGS: dict[str, str] = {
     "single-use token a website holds instead of one.",
     "agents": "Agents and their versioned configuration: commits, branches, diff, merge, and "
     "text-only test conversations.",
+    "knowledge": "Knowledge bases: documents the agent can look things up in, split into chunks "
+    "and searched with the database's own full-text engine.",
+    "api keys": "The organization's API keys, each limited to its scopes and, if asked, an "
+    "expiry; a key is shown once, when it is created.",
+    "audit log": "The organization's append-only, hash-chained record of every change, every "
+    "recording or contact-data read and every sign-in.",
+    "campaigns": "Outbound calling programs: recipients from JSON or CSV, calling hours in each "
+    "recipient's own time zone, retries by outcome, pacing across workers, the funnel of counts.",
+    "suppressions": "The do-not-call list: numbers no campaign dials and POST /calls refuses.",
 }
 
 #: What the common query parameters mean, for routes that declare them without a description.

@@ -12,6 +12,9 @@ route goes through three small pieces, each in its own module:
 3. error rendering (``http.errors``), where every exception ends up.
 
 A route never serves a URL that a more concrete path owns (``http.paths``): that is a 405.
+
+Each router also declares the API key scope its routes need (``kit.scopes.RouteScopes``); the
+route keeps it as ``required_scope``, which authentication checks (``http.deps``).
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from callplane.audit.requests import audit_action_for, resource_type_for
 from callplane.http.body import BodyPolicy
 from callplane.http.conventions import require_utf8_path
 from callplane.http.families import ErrorFamily
 from callplane.http.paths import route_path, shadowed
 from callplane.http.pipeline import run_pipeline
 from callplane.http.responses import JSONResponse
+from callplane.kit.scopes import RouteScopes
 
 _STREAMED_BODY = "__callplane_streamed_body__"
 _EXACT_TEXT = "__callplane_exact_json_text__"
@@ -61,10 +66,15 @@ def policy_of(endpoint: Callable[..., Any]) -> BodyPolicy:
     )
 
 
-def family_route_class(family: ErrorFamily) -> type[APIRoute]:
+def family_route_class(family: ErrorFamily, scopes: RouteScopes) -> type[APIRoute]:
     class FamilyRoute(APIRoute):
         error_family = family
         body_policy: BodyPolicy
+        #: the scope a key needs here; None for a route that takes no key
+        required_scope: str | None
+        #: what its requests are recorded as in the audit log (None: a read not audited)
+        audit_action: str | None
+        audit_resource_type: str
 
         def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
             responses = family.openapi_responses()
@@ -75,6 +85,25 @@ def family_route_class(family: ErrorFamily) -> type[APIRoute]:
             # route); FastAPI must then parse what the policy hands it.
             kwargs["strict_content_type"] = False
             self.body_policy = policy_of(endpoint)
+            methods = kwargs.get("methods") or ("GET",)
+            self.required_scope = scopes.for_route(methods, endpoint)
+            tags = kwargs.get("tags") or ()
+            self.audit_resource_type = resource_type_for(tags)
+            self.audit_action = audit_action_for(endpoint, methods, tags)
+            if self.required_scope is not None:
+                responses.setdefault(
+                    403,
+                    {
+                        "description": "The key lacks this route's scope",
+                        "model": family.error_model,
+                    },
+                )
+                responses[403]["description"] = f"The key lacks the scope {self.required_scope}"
+                # Documented where clients and the route-walking test read it.
+                kwargs["openapi_extra"] = {
+                    **(kwargs.get("openapi_extra") or {}),
+                    "x-callplane-scope": self.required_scope,
+                }
             super().__init__(path, endpoint, responses=responses, **kwargs)
 
         def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
@@ -93,5 +122,5 @@ def family_route_class(family: ErrorFamily) -> type[APIRoute]:
     return FamilyRoute
 
 
-def family_router(family: ErrorFamily, **kwargs: Any) -> APIRouter:
-    return APIRouter(route_class=family_route_class(family), **kwargs)
+def family_router(family: ErrorFamily, *, scopes: RouteScopes, **kwargs: Any) -> APIRouter:
+    return APIRouter(route_class=family_route_class(family, scopes), **kwargs)

@@ -24,6 +24,7 @@ from typing import TypeVar
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
+from callplane.audit.requests import is_audited, settle
 from callplane.kit.driver import Db
 from callplane.runtime import Runtime
 
@@ -43,7 +44,10 @@ async def get_session(request: Request) -> AsyncSession:
     session: AsyncSession | None = request.scope.get(_SESSION)
     if session is None:
         runtime: Runtime = request.app.state.runtime
-        session = runtime.db.session(write=request.method not in _READ_METHODS)
+        # An audited read writes its event: on SQLite its transaction takes the write lock
+        # from the start rather than upgrade to it (which could not wait for the lock).
+        write = request.method not in _READ_METHODS or is_audited(request.scope)
+        session = runtime.db.session(write=write)
         request.scope[_SESSION] = session
     return session
 
@@ -61,6 +65,7 @@ async def end_unit_of_work(request: Request, *, commit: bool) -> None:
         return
     try:
         if commit:
+            await settle(request.scope, session)
             await session.commit()
         else:
             await session.rollback()
@@ -107,6 +112,8 @@ async def own_transaction(
     pool = runtime.own_transactions
     if pool is None or has_session(request):
         return UNSETTLED
+    # An audited read writes its event in this transaction (``get_session`` says why).
+    write = write or is_audited(request.scope)
     own = await pool.begin(write=write)
     try:
         result = await run(own)
@@ -119,6 +126,12 @@ async def own_transaction(
     if settled is not None and not settled(result):
         await pool.end(own, commit=False)
         return UNSETTLED
+    if write:
+        try:
+            await settle(request.scope, own)
+        except BaseException:
+            await pool.end(own, commit=False)
+            raise
     await pool.end(own, commit=True)
     return result
 

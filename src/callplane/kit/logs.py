@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from callplane.observability.logcontext import ContextFilter
+from callplane.kit.logcontext import ContextFilter
 
 _STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 

@@ -26,6 +26,7 @@ organization) say so, with the reason, through ``across_organizations(statement,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -43,10 +44,13 @@ StatementT = TypeVar("StatementT", bound=Executable)
 
 @dataclass(frozen=True, slots=True)
 class Tenant:
-    """Who is calling: the organization every query is scoped to, and the key used."""
+    """Who is calling: the organization every query is scoped to, and the key used (with what it
+    may do, ``kit.scopes``, and until when)."""
 
     organization_id: int
     api_key_id: int
+    scopes: frozenset[str] = frozenset(("*",))
+    expires_at: datetime | None = None
 
 
 def organization_column(entity: Any) -> ColumnElement[Any]:

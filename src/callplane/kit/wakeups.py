@@ -22,7 +22,9 @@ CALLS = "callplane_calls"
 WEBHOOKS = "callplane_webhooks"
 #: A recording leg was uploaded (external_calls.transcription).
 RECORDINGS = "callplane_recordings"
-CHANNELS = (CALLS, WEBHOOKS, RECORDINGS)
+#: An agent test run or replay was asked for (agent_tests.task).
+AGENT_RUNS = "callplane_agent_runs"
+CHANNELS = (CALLS, WEBHOOKS, RECORDINGS, AGENT_RUNS)
 
 _PENDING = "callplane.kit.wakeups"
 

@@ -12,16 +12,11 @@ from alembic.autogenerate.api import AutogenContext
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from callplane.models import metadata
-from callplane.models.base import USER_TABLE_PREFIX, UTCDateTime
+from callplane.models import include_name, metadata
+from callplane.models.base import UTCDateTime
 
 # An arbitrary constant: concurrent `callplane migrate` runs on PostgreSQL wait for each other.
 _PG_MIGRATION_LOCK = 0x63616C6C
-
-
-def include_name(name: str | None, type_: str, _parent: Any) -> bool:
-    # Custom data tables are created at run time, never by migrations.
-    return not (type_ == "table" and name is not None and name.startswith(USER_TABLE_PREFIX))
 
 
 def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | Literal[False]:

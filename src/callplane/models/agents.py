@@ -31,6 +31,12 @@ class Agent(Base):
     archived: Mapped[bool] = mapped_column(default=False, server_default=false())
     #: Signs function-tool requests (Standard Webhooks ``whsec_``); rotated by the API.
     tools_secret: Mapped[str | None] = mapped_column(String(128), default=None)
+    #: Merging a branch needs a passing run of every test on its head (docs/agent-tests.md).
+    merge_requires_passing_tests: Mapped[bool] = mapped_column(
+        default=False, server_default=false()
+    )
+    #: A traffic split over branches, ``[{"branch", "weight"}]``; None: calls run main.
+    traffic: Mapped[list[Any] | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

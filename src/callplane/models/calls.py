@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import (
     ForeignKey,
@@ -25,16 +25,19 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from callplane.models.base import Base, utcnow
 
-#: Statuses the service uses (DESIGN §5). Only ``enqueued`` can be cancelled.
-CALL_STATUSES = (
-    "enqueued",
-    "dialing",
-    "in_progress",
-    "completed",
-    "failed",
-    "no_answer",
-    "busy",
-    "cancelled",
+#: A call's status, the one place it is spelled (docs/api-contract.md#call-statuses-and-cancel).
+#: Only ``enqueued`` can be cancelled; the moves between them are ``engine.lifecycle``'s.
+CallStatus = Literal[
+    "enqueued", "dialing", "in_progress", "completed", "failed", "no_answer", "busy", "cancelled"
+]
+CALL_STATUSES: tuple[CallStatus, ...] = get_args(CallStatus)
+#: A worker holds the call, and its lease must be kept.
+ACTIVE_STATUSES: tuple[CallStatus, ...] = ("dialing", "in_progress")
+#: Not over yet: the call may still speak with its voice.
+UNFINISHED_STATUSES: tuple[CallStatus, ...] = ("enqueued", *ACTIVE_STATUSES)
+#: Over: nothing moves the call again.
+TERMINAL_STATUSES: tuple[CallStatus, ...] = tuple(
+    s for s in CALL_STATUSES if s not in UNFINISHED_STATUSES
 )
 
 
@@ -54,6 +57,13 @@ class Call(Base):
         # calls in dialing/in_progress whose lease ran out. The one calls index not led by
         # organization_id, because the dispatcher serves every organization.
         Index("ix_calls_status_created_at_id", "status", "created_at", "id"),
+        # An agent's latest calls (replays of its last N calls).
+        Index(
+            "ix_calls_organization_id_agent_uuid_created_at",
+            "organization_id",
+            "agent_uuid",
+            "created_at",
+        ),
         # GET /calls/screen_pop/{token}. Partial: only transferred calls carry a token, so the
         # other calls' inserts (and `callplane load`) pay nothing for it.
         Index(
@@ -62,6 +72,14 @@ class Call(Base):
             "screen_pop_token",
             sqlite_where=text("screen_pop_token IS NOT NULL"),
             postgresql_where=text("screen_pop_token IS NOT NULL"),
+        ),
+        # A campaign's attempts. Partial: other calls carry no campaign.
+        Index(
+            "ix_calls_organization_id_campaign_id",
+            "organization_id",
+            "campaign_id",
+            sqlite_where=text("campaign_id IS NOT NULL"),
+            postgresql_where=text("campaign_id IS NOT NULL"),
         ),
     )
 
@@ -92,6 +110,8 @@ class Call(Base):
     agent_branch: Mapped[str | None] = mapped_column(String(64), default=None)
     agent_commit_id: Mapped[str | None] = mapped_column(String(64), default=None)
     agent_branch_name: Mapped[str | None] = mapped_column(String(255), default=None)
+    #: The campaign this call is an attempt of (``docs/campaigns.md``); null on other calls.
+    campaign_id: Mapped[uuid.UUID | None] = mapped_column(default=None)
     external_identifiers: Mapped[dict[str, Any]] = mapped_column(default=dict)
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
     cart: Mapped[dict[str, Any] | None] = mapped_column(default=None)

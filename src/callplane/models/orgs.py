@@ -28,8 +28,11 @@ class ApiKey(Base):
     name: Mapped[str] = mapped_column(String(255), default="default")
     # SHA-256 hex of the whole key; keys carry 256 bits of entropy, so a fast hash is right.
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    # Space-separated (``kit.scopes.stored``); ``*`` is every scope, what older keys hold.
+    scopes: Mapped[str] = mapped_column(String(1000), default="*", server_default="*")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+    expires_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class AppSetting(Base):

@@ -32,5 +32,7 @@ class User(Base):
     #: Part of every session cookie; bumping it signs the person out everywhere (sign-out,
     #: password change).
     session_version: Mapped[int] = mapped_column(Integer, default=0)
+    #: owner, admin, member or viewer (``users.roles``)
+    role: Mapped[str] = mapped_column(String(16), default="owner", server_default="owner")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

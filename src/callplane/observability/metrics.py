@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from callplane.models.calls import TERMINAL_STATUSES
+
 if TYPE_CHECKING:
     from callplane.models.calls import Call
 
@@ -142,9 +144,6 @@ SCRAPE_GAUGES = {
     ),
 }
 
-#: DESIGN §10's terminal statuses (``engine.lifecycle.TERMINAL``; not imported: only cli/ and
-#: app.py may import the engine).
-TERMINAL_STATUSES = frozenset({"completed", "failed", "no_answer", "busy", "cancelled"})
 _DIRECTIONS = frozenset({"inbound", "outbound"})
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 

@@ -23,7 +23,7 @@ from prometheus_client import Counter, Histogram
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from callplane.observability import logcontext
+from callplane.kit import logcontext
 from callplane.observability.metrics import http_duration, http_requests, method_label
 
 UNMATCHED = "unmatched"

@@ -11,12 +11,14 @@ import hmac
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import NotFound
+from callplane.kit.scopes import loaded
 from callplane.kit.tenancy import Tenant, across_organizations, owned_by, select_owned
 from callplane.models.base import utcnow
 from callplane.models.orgs import ApiKey, Organization
@@ -54,12 +56,25 @@ async def get_organization(session: AsyncSession, organization_id: int) -> Organ
 
 
 async def issue_key(
-    session: AsyncSession, organization_id: int, name: str = "default", plain: str | None = None
+    session: AsyncSession,
+    organization_id: int,
+    name: str = "default",
+    plain: str | None = None,
+    *,
+    scopes: str = "*",
+    expires_at: datetime | None = None,
 ) -> IssuedKey:
-    """Create an API key. ``plain`` lets the demo derive its key deterministically."""
+    """Create an API key. ``plain`` lets the demo derive its key deterministically; ``scopes``
+    as ``kit.scopes.stored`` gives them."""
     await get_organization(session, organization_id)
     plain = plain or generate_key()
-    key = ApiKey(organization_id=organization_id, name=name, key_hash=hash_key(plain))
+    key = ApiKey(
+        organization_id=organization_id,
+        name=name,
+        key_hash=hash_key(plain),
+        scopes=scopes,
+        expires_at=expires_at,
+    )
     session.add(key)
     await session.flush()
     return IssuedKey(id=key.id, organization_id=organization_id, api_key=plain)
@@ -102,7 +117,7 @@ async def list_keys(session: AsyncSession, organization_id: int) -> Sequence[Api
 # Plain Core columns: the statement skips the ORM execution path (it runs on every cache miss).
 _keys = ApiKey.__table__.c
 _LOOKUP = across_organizations(
-    select(_keys.id, _keys.organization_id, _keys.key_hash).where(
+    select(_keys.id, _keys.organization_id, _keys.key_hash, _keys.scopes, _keys.expires_at).where(
         _keys.key_hash == bindparam("key_hash"), _keys.revoked_at.is_(None)
     ),
     "authentication finds the organization from the key's hash: there is none to filter on yet",
@@ -115,4 +130,9 @@ async def find_tenant(session: AsyncSession, plain: str) -> Tenant | None:
     row = (await session.execute(_LOOKUP, {"key_hash": digest})).first()
     if row is None or not hmac.compare_digest(row.key_hash, digest):
         return None
-    return Tenant(organization_id=row.organization_id, api_key_id=row.id)
+    return Tenant(
+        organization_id=row.organization_id,
+        api_key_id=row.id,
+        scopes=loaded(row.scopes),
+        expires_at=row.expires_at,
+    )

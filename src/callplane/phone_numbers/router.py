@@ -12,6 +12,7 @@ from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import PLAIN
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
+from callplane.kit.scopes import NUMBERS
 from callplane.phone_numbers import routing, service
 from callplane.phone_numbers.schemas import (
     Deleted,
@@ -21,7 +22,7 @@ from callplane.phone_numbers.schemas import (
     PhoneNumberUpdate,
 )
 
-router = family_router(PLAIN, tags=["phone numbers"])
+router = family_router(PLAIN, scopes=NUMBERS, tags=["phone numbers"])
 
 
 def _body_schema(model: type[Any]) -> dict[str, Any]:

@@ -15,17 +15,19 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from callplane.audit.requests import attribute, audited_read
 from callplane.errors import NotFound
 from callplane.http.deps import RuntimeDep, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
+from callplane.kit.scopes import KEYLESS
 from callplane.media.signing import Forbidden
 from callplane.media.storage import StorageError
 from callplane.recordings import service
 from callplane.runtime import Runtime
 
-router = family_router(STATUS, tags=["recordings"])
+router = family_router(STATUS, scopes=KEYLESS, tags=["recordings"])
 
 _RANGE = re.compile(r"^bytes=([0-9]{0,18})-([0-9]{0,18})$")
 _QUERY = ("expires", "signature")
@@ -77,6 +79,7 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     response_class=Response,
     responses=_AUDIO_RESPONSES,
 )
+@audited_read("recordings.read")
 async def recording_audio(
     recording_id: str,
     request: Request,
@@ -135,6 +138,8 @@ async def _serve(
     )
     if recording is None:
         raise Forbidden("Invalid signature")
+    # No key here: the holder of a URL the organization's key was handed.
+    attribute(request.scope, recording.organization_id, "signed_url")
     if not recording.playable or recording.storage_key is None:
         raise NotFound("Recording not found")
     try:

@@ -11,9 +11,13 @@ stated; an implementation resamples to what it needs.
 from __future__ import annotations
 
 import abc
+import re
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+from callplane.speech import executors
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,62 @@ class Transcriber(abc.ABC):
         """
 
 
+class SynthesisFailed(RuntimeError):
+    """An engine could not speak a line: its program is missing, failed or took too long. The
+    server's trouble, not the text's (a preview answers 503; a call misses the sentence). Each
+    engine's own error derives from it."""
+
+
 class Synthesizer(abc.ABC):
     @abc.abstractmethod
     def synthesize(self, text: str, sample_rate: int) -> bytes:
         """Speak ``text``; PCM at ``sample_rate``. Blocking: callers run it off the event loop."""
+
+    async def stream(self, text: str, sample_rate: int) -> AsyncIterator[bytes]:
+        """``text`` (a sentence, as the speaker gives them) as PCM chunks, each played as soon
+        as it arrives. This default is one chunk, ``synthesize`` run off the event loop; an
+        engine that streams overrides it to start speaking before the sentence is whole."""
+        yield await executors.run("synthesis", self.synthesize, text, sample_rate)
+
+    def close(self) -> None:
+        """Let go of what the engine holds (a child process); most hold nothing."""
+        return None
+
+
+class SpeechSettings(Protocol):
+    """What engines read of the server's settings (``callplane.settings.Settings`` has it; speech
+    stays below the settings module, which checks CALLPLANE_VOICE_ENGINE with ``engines``)."""
+
+    @property
+    def voice_engine(self) -> str: ...
+    @property
+    def piper_voices_dir(self) -> str | None: ...
+    @property
+    def piper_processes(self) -> int: ...
+
+
+class SpeechEngine(abc.ABC):
+    """A kind of engine a Voice may name as ``"<program>:<voice>"`` (``registry.py``). Its
+    settings are read from ``SpeechSettings`` here, in its own module, so no engine's options travel
+    through the callers."""
+
+    #: The name's part before the colon.
+    program: ClassVar[str]
+    #: What a voice name of this engine looks like.
+    voice_name: ClassVar[re.Pattern[str]]
+
+    @abc.abstractmethod
+    def voices(self, settings: SpeechSettings) -> dict[str, str]:
+        """The voices installed here -> where each comes from (a directory, a package)."""
+
+    def options(self, settings: SpeechSettings) -> tuple[object, ...]:
+        """The settings this engine reads (engines built under other values are not shared)."""
+        return ()
+
+    def installed(self, voice: str, settings: SpeechSettings) -> bool:
+        return voice in self.voices(settings)
+
+    @abc.abstractmethod
+    def build(self, voice: str, settings: SpeechSettings, fallback: Synthesizer) -> Synthesizer:
+        """The voice's synthesizer, ready to speak; ``fallback`` speaks a line this one fails
+        on. Raise ``LookupError`` when the voice is not installed."""

@@ -1,31 +1,26 @@
-"""Speech engines by name: ``"espeak-ng:<voice>"`` and ``"piper:<voice>"`` (DESIGN §16).
+"""Speech engines by name, ``"<program>:<voice>"`` (``espeak-ng:en-us``, ``piper:en_US-joe-medium``;
+the programs are ``registry.py``'s).
 
 A Voice names its engine; a call is spoken by its voice's engine, or the server's default
 (CALLPLANE_VOICE_ENGINE) when it has no voice or its voice names none. ``Synthesizers`` builds
 each engine once per process and shares it among calls: a Piper voice is a process holding a
-model in memory, started on first use.
+model in memory, started on first use. Every engine's settings come from the one ``Settings``
+given here (the runtime's, as ``SpeechSettings``), read by the engine's own module.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-import shutil
-import subprocess
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
 
-from callplane.speech.base import Synthesizer
-from callplane.speech.piper import VOICE_NAME, PiperPool, PiperSynthesizer, find_voices
-from callplane.speech.synthesis import EspeakSynthesizer
+from callplane.speech.base import SpeechEngine, SpeechSettings, Synthesizer
+from callplane.speech.registry import ENGINES
 
 log = logging.getLogger("callplane.speech.engines")
 
+#: What speaks when the asked engine cannot (a call is never left mute).
 DEFAULT_ENGINE = "espeak-ng:en-us"
-ESPEAK = "espeak-ng"
-PIPER = "piper"
-_ESPEAK_VOICE = re.compile(r"[A-Za-z0-9_+-]{1,40}")
 
 
 class EngineNotInstalled(LookupError):
@@ -42,68 +37,45 @@ class Engine:
     source: str
 
 
-def parse_engine(name: str) -> tuple[str, str]:
-    """``(program, voice)``; ValueError when the name is not of either form."""
+def _kind(name: str) -> tuple[SpeechEngine, str]:
     program, sep, voice = name.partition(":")
-    if not sep or program not in (ESPEAK, PIPER):
-        raise ValueError('an engine is "espeak-ng:<voice>" or "piper:<voice>"')
-    pattern = _ESPEAK_VOICE if program == ESPEAK else VOICE_NAME
-    if not pattern.fullmatch(voice):
+    kind = ENGINES.get(program) if sep else None
+    if kind is None:
+        forms = " or ".join(f'"{p}:<voice>"' for p in sorted(ENGINES))
+        raise ValueError(f"an engine is {forms}")
+    if not kind.voice_name.fullmatch(voice):
         raise ValueError(f"not a {program} voice name: {voice!r}")
-    return program, voice
+    return kind, voice
 
 
-def list_engines(piper_voices_dir: str | None) -> list[Engine]:
-    """What is installed here: Piper voices first (they sound better), then espeak-ng's."""
-    engines = [
-        Engine(f"{PIPER}:{voice.name}", PIPER, voice.name, voice.source)
-        for voice in sorted(find_voices(piper_voices_dir).values(), key=lambda v: v.name)
+def parse_engine(name: str) -> tuple[str, str]:
+    """``(program, voice)``; ValueError when the name is of no engine's form."""
+    kind, voice = _kind(name)
+    return kind.program, voice
+
+
+def list_engines(settings: SpeechSettings) -> list[Engine]:
+    """What is installed here, engine by engine in the registry's order, voices by name."""
+    return [
+        Engine(f"{kind.program}:{voice}", kind.program, voice, source)
+        for kind in ENGINES.values()
+        for voice, source in sorted(kind.voices(settings).items())
     ]
-    engines += [
-        Engine(f"{ESPEAK}:{voice}", ESPEAK, voice, "espeak-ng (Debian)")
-        for voice in _espeak_voices()
-    ]
-    return engines
 
 
-def check_engine(name: str, piper_voices_dir: str | None) -> None:
+def check_engine(name: str, settings: SpeechSettings) -> None:
     """Raise ValueError (malformed) or EngineNotInstalled (not here)."""
-    program, voice = parse_engine(name)
-    if program == ESPEAK:
-        if voice.lower() not in {v.lower() for v in _espeak_voices()}:
-            raise EngineNotInstalled(
-                f"{name} is not installed here (see `callplane voices engines`)"
-            )
-    elif voice not in find_voices(piper_voices_dir):
+    kind, voice = _kind(name)
+    if not kind.installed(voice, settings):
         raise EngineNotInstalled(f"{name} is not installed here (see `callplane voices engines`)")
-
-
-@lru_cache(maxsize=1)
-def _espeak_voices() -> tuple[str, ...]:
-    program = shutil.which(ESPEAK)
-    if program is None:
-        return ()
-    try:
-        done = subprocess.run([program, "--voices"], capture_output=True, timeout=10, check=False)
-    except subprocess.TimeoutExpired:
-        return ()
-    voices = []
-    for line in done.stdout.decode(errors="replace").splitlines()[1:]:
-        fields = line.split()
-        if len(fields) >= 2 and _ESPEAK_VOICE.fullmatch(fields[1]):
-            voices.append(fields[1])
-    return tuple(dict.fromkeys(voices))
 
 
 class Synthesizers:
     """Each engine's synthesizer, built once per process and shared by every call."""
 
-    def __init__(
-        self, default_engine: str, piper_voices_dir: str | None, *, piper_processes: int = 1
-    ) -> None:
-        self.default_engine = default_engine
-        self.piper_voices_dir = piper_voices_dir
-        self.piper_processes = piper_processes
+    def __init__(self, settings: SpeechSettings) -> None:
+        self.settings = settings
+        self.default_engine = settings.voice_engine
         self._lock = threading.Lock()
         self._built: dict[str, Synthesizer] = {}
 
@@ -116,67 +88,63 @@ class Synthesizers:
             if synthesizer is None:
                 try:
                     synthesizer = self._build(name)
-                except (ValueError, EngineNotInstalled):
+                except (ValueError, LookupError):
                     log.warning("voice engine %s unavailable: speaking with espeak-ng", name)
-                    synthesizer = self._espeak(DEFAULT_ENGINE)
+                    synthesizer = self._fallback()
                 self._built[name] = synthesizer
             return synthesizer
 
     def close(self) -> None:
         with self._lock:
             built, self._built = list(self._built.values()), {}
-        for synthesizer in built:
-            if isinstance(synthesizer, PiperSynthesizer | PiperPool):
-                synthesizer.close()
+        for synthesizer in {id(s): s for s in built}.values():
+            synthesizer.close()
 
     def _build(self, name: str) -> Synthesizer:
-        program, voice = parse_engine(name)
-        if program == ESPEAK:
-            return self._espeak(name)
-        voices = find_voices(self.piper_voices_dir)
-        if voice not in voices:
-            raise EngineNotInstalled(name)
-        fallback = self._espeak(DEFAULT_ENGINE)
-        members = [
-            PiperSynthesizer(voices[voice], fallback=fallback) for _ in range(self.piper_processes)
-        ]
-        piper = members[0] if len(members) == 1 else PiperPool(members)
-        piper.start()
-        return piper
+        if name == DEFAULT_ENGINE:
+            return self._fallback()
+        kind, voice = _kind(name)
+        return kind.build(voice, self.settings, fallback=self._fallback())
 
-    def _espeak(self, name: str) -> Synthesizer:
+    def _fallback(self) -> Synthesizer:
         # Called with the lock held: built directly, not through get().
-        synthesizer = self._built.get(name)
+        synthesizer = self._built.get(DEFAULT_ENGINE)
         if synthesizer is None:
-            synthesizer = EspeakSynthesizer(voice=parse_engine(name)[1])
-            self._built[name] = synthesizer
+            kind, voice = _kind(DEFAULT_ENGINE)
+            synthesizer = kind.build(voice, self.settings, fallback=_Mute())
+            self._built[DEFAULT_ENGINE] = synthesizer
         return synthesizer
 
 
-def shared_synthesizers(
-    default_engine: str, piper_voices_dir: str | None, *, piper_processes: int = 1
-) -> Synthesizers:
+class _Mute(Synthesizer):
+    """The fallback's own fallback: nothing (it is the last resort)."""
+
+    def synthesize(self, text: str, sample_rate: int) -> bytes:
+        return b""
+
+
+def _key(settings: SpeechSettings) -> tuple[object, ...]:
+    return (settings.voice_engine, *(kind.options(settings) for kind in ENGINES.values()))
+
+
+def shared_synthesizers(settings: SpeechSettings) -> Synthesizers:
     """One registry per process and configuration: the worker's calls and the API's previews
     share each Piper process rather than loading a voice twice."""
-    key = (default_engine, piper_voices_dir, piper_processes)
+    key = _key(settings)
     with _shared_lock:
         registry = _shared.get(key)
         if registry is None:
-            registry = _shared[key] = Synthesizers(
-                default_engine, piper_voices_dir, piper_processes=piper_processes
-            )
+            registry = _shared[key] = Synthesizers(settings)
         return registry
 
 
-_shared: dict[tuple[str, str | None, int], Synthesizers] = {}
+_shared: dict[tuple[object, ...], Synthesizers] = {}
 _shared_lock = threading.Lock()
 
 
-def build_voices(
-    default_engine: str, piper_voices_dir: str | None, *, piper_processes: int = 1
-) -> Synthesizers:
+def build_voices(settings: SpeechSettings) -> Synthesizers:
     """The worker's voices, with the default engine ready before the first call (a Piper
     voice's model loads in about a second)."""
-    voices = shared_synthesizers(default_engine, piper_voices_dir, piper_processes=piper_processes)
+    voices = shared_synthesizers(settings)
     voices.get(None)
     return voices

@@ -34,8 +34,9 @@ import wave
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import ClassVar
 
-from callplane.speech.base import Synthesizer
+from callplane.speech.base import SpeechEngine, SpeechSettings, SynthesisFailed, Synthesizer
 from callplane.speech.resampling import resample_pcm
 
 log = logging.getLogger("callplane.speech.piper")
@@ -59,7 +60,7 @@ REST_SECONDS = 60.0
 PIPER_THREADS = "1"
 
 
-class PiperFailed(RuntimeError):
+class PiperFailed(SynthesisFailed):
     """The Piper process died, hung or wrote something unreadable."""
 
 
@@ -312,3 +313,30 @@ def _read_log(process: subprocess.Popen[bytes], said: queue.Queue[str | None]) -
     finally:
         process.stderr.close()
         said.put(None)
+
+
+class PiperEngine(SpeechEngine):
+    """``piper:<voice>``: settings ``CALLPLANE_PIPER_VOICES_DIR`` (where voices are, beside
+    voice packages) and ``CALLPLANE_PIPER_PROCESSES`` (processes per voice)."""
+
+    program: ClassVar[str] = "piper"
+    voice_name: ClassVar[re.Pattern[str]] = VOICE_NAME
+
+    def options(self, settings: SpeechSettings) -> tuple[object, ...]:
+        return (settings.piper_voices_dir, settings.piper_processes)
+
+    def voices(self, settings: SpeechSettings) -> dict[str, str]:
+        return {
+            name: voice.source for name, voice in find_voices(settings.piper_voices_dir).items()
+        }
+
+    def build(self, voice: str, settings: SpeechSettings, fallback: Synthesizer) -> Synthesizer:
+        found = find_voices(settings.piper_voices_dir).get(voice)
+        if found is None:
+            raise LookupError(voice)
+        members = [
+            PiperSynthesizer(found, fallback=fallback) for _ in range(settings.piper_processes)
+        ]
+        piper = members[0] if len(members) == 1 else PiperPool(members)
+        piper.start()
+        return piper

@@ -14,8 +14,10 @@ import re
 import shutil
 import subprocess
 import wave
+from functools import lru_cache
+from typing import ClassVar
 
-from callplane.speech.base import Synthesizer
+from callplane.speech.base import SpeechEngine, SpeechSettings, SynthesisFailed, Synthesizer
 from callplane.speech.resampling import resample_pcm
 
 #: Longer lines are refused: one agent turn, not a book (and a bound on the process's run time).
@@ -24,7 +26,7 @@ _VOICE = re.compile(r"[A-Za-z0-9_+-]{1,40}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-class SynthesisError(RuntimeError):
+class SynthesisError(SynthesisFailed):
     """espeak-ng is missing, failed or took too long."""
 
 
@@ -82,3 +84,38 @@ def build_synthesizer() -> Synthesizer:
     if shutil.which("espeak-ng") is None:
         raise SynthesisError("espeak-ng is not installed (Debian package espeak-ng)")
     return EspeakSynthesizer()
+
+
+class EspeakEngine(SpeechEngine):
+    """``espeak-ng:<voice>``: the Debian program's voices; no settings."""
+
+    program: ClassVar[str] = "espeak-ng"
+    voice_name: ClassVar[re.Pattern[str]] = _VOICE
+
+    def voices(self, settings: SpeechSettings) -> dict[str, str]:
+        return dict.fromkeys(_espeak_voices(), "espeak-ng (Debian)")
+
+    def installed(self, voice: str, settings: SpeechSettings) -> bool:
+        return voice.lower() in {v.lower() for v in _espeak_voices()}
+
+    def build(self, voice: str, settings: SpeechSettings, fallback: Synthesizer) -> Synthesizer:
+        # Not checked against the list: a voice espeak-ng lacks fails on its first line, and
+        # the caller hears the fallback's line instead.
+        return EspeakSynthesizer(voice=voice)
+
+
+@lru_cache(maxsize=1)
+def _espeak_voices() -> tuple[str, ...]:
+    program = shutil.which("espeak-ng")
+    if program is None:
+        return ()
+    try:
+        done = subprocess.run([program, "--voices"], capture_output=True, timeout=10, check=False)
+    except subprocess.TimeoutExpired:
+        return ()
+    voices = []
+    for line in done.stdout.decode(errors="replace").splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 2 and _VOICE.fullmatch(fields[1]):
+            voices.append(fields[1])
+    return tuple(dict.fromkeys(voices))

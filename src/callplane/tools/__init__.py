@@ -10,6 +10,8 @@ or breaks a call by failing.
 from __future__ import annotations
 
 import abc
+import builtins
+import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from callplane.brain.base import Brain
     from callplane.runtime import Runtime
     from callplane.telephony.base import Connection
+    from callplane.tools.config import ToolConfig
 
 
 class ToolError(Exception):
@@ -85,11 +88,62 @@ class ToolContext:
         return self.runtime, self.organization_id
 
 
+@dataclass(frozen=True)
+class CallHooks:
+    """What only a phone call gives its tools (a text conversation has none of it)."""
+
+    set_cart: Callable[[dict[str, Any]], Awaitable[None]]
+    record_transfer: Callable[[Transfer], Awaitable[None]]
+    speak_to: Callable[[Connection, str], Awaitable[None]]
+    transcript: list[dict[str, Any]]
+    brain: Brain | None
+
+
+def tool_context(
+    *,
+    connection: Connection,
+    call: Mapping[str, Any],
+    organization_id: int,
+    runtime: Runtime,
+    http: httpx.AsyncClient,
+    tools_secret: str | None,
+    on_call: CallHooks | None,
+) -> ToolContext:
+    """The one way a conversation gives its tools their reach, on a call or in a text turn:
+    every part is named here (none left to a default by forgetting it); ``on_call`` None is a
+    text turn, where a cart, a transfer record or another line have no call to act on."""
+    context = ToolContext(
+        connection=connection,
+        call=call,
+        organization_id=organization_id,
+        runtime=runtime,
+        http=http,
+        tools_secret=tools_secret,
+    )
+    if on_call is not None:
+        context.set_cart = on_call.set_cart
+        context.record_transfer = on_call.record_transfer
+        context.speak_to = on_call.speak_to
+        context.transcript = on_call.transcript
+        context.brain = on_call.brain
+    return context
+
+
 class Tool(abc.ABC):
-    """One configured tool of the agent."""
+    """One configured tool of the agent. A kind declares ``config_model`` (its config's
+    pydantic model, ``type: Literal["<kind>"]`` first): its ``type`` is read from there."""
 
     #: The config's ``type`` (the registry's key).
     type: ClassVar[str]
+    #: What the agent config accepts for this kind (None: a kind the API does not offer).
+    config_model: ClassVar[builtins.type[ToolConfig] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        model = cls.__dict__.get("config_model")
+        if model is not None:
+            (cls.type,) = typing.get_args(model.model_fields["type"].annotation)
+
     #: What the brain reads when the config gives no description.
     default_description: ClassVar[str] = ""
 
@@ -123,4 +177,12 @@ class Tool(abc.ABC):
         """Do it; raise ``ToolError`` to tell the brain why not."""
 
 
-__all__ = ["Tool", "ToolContext", "ToolError", "ToolResult", "Transfer"]
+__all__ = [
+    "CallHooks",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolResult",
+    "Transfer",
+    "tool_context",
+]

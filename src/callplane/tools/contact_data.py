@@ -4,7 +4,7 @@ inbound), read; when ``writable``, top-level keys set with a PUT carrying ``expe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
@@ -12,13 +12,19 @@ from callplane.contacts import service
 from callplane.errors import CallplaneError, Conflict, NotFound
 from callplane.models.base import utcnow
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult
+from callplane.tools.config import ToolConfig
 
 if TYPE_CHECKING:
     from callplane.runtime import Runtime
 
 
+class ContactDataConfig(ToolConfig):
+    type: Literal["contact_data"]
+    writable: bool = False
+
+
 class ContactData(Tool):
-    type = "contact_data"
+    config_model = ContactDataConfig
     default_description = "Read (and, when allowed, update) what is known about the other party."
 
     @property

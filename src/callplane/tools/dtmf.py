@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from callplane.telephony.base import DTMF_PATTERN, TelephonyFeatureMissing
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult
+from callplane.tools.config import ToolConfig
+
+
+class SendDtmfConfig(ToolConfig):
+    type: Literal["send_dtmf"]
 
 
 class SendDtmf(Tool):
-    type = "send_dtmf"
+    config_model = SendDtmfConfig
     default_description = "Press telephone keys (digits 0-9, * and #, A-D), e.g. in a phone menu."
 
     def parameters(self) -> dict[str, Any]:

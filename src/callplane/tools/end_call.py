@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from callplane.tools import Tool, ToolContext, ToolResult
+from callplane.tools.config import ToolConfig
 
 AGENT_HANGUP = "the agent hung up"
 
 
+class EndCallConfig(ToolConfig):
+    type: Literal["end_call"]
+
+
 class EndCall(Tool):
-    type = "end_call"
+    config_model = EndCallConfig
     default_description = "Hang up once the conversation is over (say goodbye first)."
 
     def parameters(self) -> dict[str, Any]:

@@ -10,14 +10,19 @@ text) is the result, and a JSON result holding ``cart`` sets the call's cart.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import httpx
+import jsonschema
 import orjson
+from pydantic import AfterValidator, Field, StringConstraints
 
+from callplane.kit.schemas import SafeStr
 from callplane.models.base import utcnow
 from callplane.settings import Settings
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult
+from callplane.tools.config import Text, ToolConfig
 from callplane.webhooks.network import BlockedAddress, webhook_transport
 from callplane.webhooks.signing import signed_headers
 
@@ -25,6 +30,37 @@ MAX_RESPONSE_BYTES = 16 * 1024
 DEFAULT_TIMEOUT_SECONDS = 10.0
 #: DESIGN §15's range (the API refuses others; an old commit is held to it here).
 MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS = 1.0, 30.0
+MAX_PARAMETERS_BYTES = 16 * 1024
+
+
+def _http_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http or https URL")
+    return value
+
+
+def _json_schema(value: dict[str, Any]) -> dict[str, Any]:
+    if len(orjson.dumps(value)) > MAX_PARAMETERS_BYTES:
+        raise ValueError(f"must be at most {MAX_PARAMETERS_BYTES} bytes")
+    if value.get("type", "object") != "object":
+        raise ValueError('must be a JSON Schema of type "object"')
+    try:
+        jsonschema.Draft202012Validator.check_schema(value)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path)
+        raise ValueError(
+            f"is not a valid JSON Schema{f' at {where}' if where else ''}: {exc.message[:200]}"
+        ) from None
+    return value
+
+
+class FunctionConfig(ToolConfig):
+    type: Literal["function"]
+    url: Annotated[SafeStr, StringConstraints(max_length=2048), AfterValidator(_http_url)]
+    parameters: Annotated[dict[str, Any], AfterValidator(_json_schema)] = {"type": "object"}
+    timeout_seconds: Annotated[int, Field(ge=1, le=30)] = 10
+    speak_while_running: Text | None = None
 
 
 def function_tool_client(settings: Settings) -> httpx.AsyncClient:
@@ -41,7 +77,7 @@ def function_tool_client(settings: Settings) -> httpx.AsyncClient:
 
 
 class FunctionTool(Tool):
-    type = "function"
+    config_model = FunctionConfig
 
     @property
     def timeout_seconds(self) -> float:

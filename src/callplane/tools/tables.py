@@ -5,11 +5,14 @@ organization: an agent cannot read another organization's data, whatever the bra
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints
 
 from callplane.custom_data import query, records, schema
 from callplane.errors import CallplaneError
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult
+from callplane.tools.config import ToolConfig
 
 #: The most records the brain sees of a query (DESIGN §15).
 MAX_RECORDS = 20
@@ -24,8 +27,25 @@ def _shown(record: dict[str, Any]) -> dict[str, Any]:
     return {str(k): v for k, v in record.items() if k != "organization_id"}
 
 
+TableName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,63}$")]
+
+
+class QueryTableConfig(ToolConfig):
+    type: Literal["query_table"]
+    table: TableName
+    columns: Annotated[
+        list[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,62}$")]],
+        Field(max_length=200),
+    ] = []
+
+
+class InsertRecordConfig(ToolConfig):
+    type: Literal["insert_record"]
+    table: TableName
+
+
 class QueryTable(Tool):
-    type = "query_table"
+    config_model = QueryTableConfig
     default_description = "Look records up in a table."
 
     def parameters(self) -> dict[str, Any]:
@@ -65,7 +85,7 @@ class QueryTable(Tool):
 
 
 class InsertRecord(Tool):
-    type = "insert_record"
+    config_model = InsertRecordConfig
     default_description = "Create one record in a table."
 
     def parameters(self) -> dict[str, Any]:

@@ -17,12 +17,16 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints, model_validator
 
 from callplane.brain.summary import summarize
+from callplane.kit.schemas import SafeStr, normalize_number
 from callplane.telephony.base import Connection, TelephonyFeatureMissing, TransferTarget
 from callplane.telephony.bridge import RING_SECONDS
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult, Transfer
+from callplane.tools.config import Name, Strict, Text, ToolConfig
 
 TRANSFERRED = "the call was transferred"
 
@@ -43,8 +47,35 @@ def new_screen_pop_token() -> str:
     return secrets.token_urlsafe(24)
 
 
+class Destination(Strict):
+    name: Name
+    number: Annotated[SafeStr, StringConstraints(max_length=64)] | None = None
+    sip: (
+        Annotated[SafeStr, StringConstraints(max_length=512, pattern=r"^sips?:\S+@\S+$")] | None
+    ) = None
+    description: Text | None = None
+    mode: Literal["cold", "warm"] = "cold"
+    handoff_provider: Name | None = None
+    message: Text | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Destination:
+        if (self.number is None) == (self.sip is None):
+            raise ValueError("needs exactly one of number (E.164) or sip (a SIP URI)")
+        if self.number is not None:
+            if not self.number.startswith("+"):
+                raise ValueError("number must be E.164 (+ and digits)")
+            normalize_number(self.number)
+        return self
+
+
+class TransferCallConfig(ToolConfig):
+    type: Literal["transfer_call"]
+    destinations: Annotated[list[Destination], Field(min_length=1, max_length=20)]
+
+
 class TransferCall(Tool):
-    type = "transfer_call"
+    config_model = TransferCallConfig
     default_description = "Transfer the caller to a person, at one of the destinations."
 
     @property

@@ -8,9 +8,9 @@ import unicodedata
 import wave
 
 from callplane.errors import Conflict, InvalidInput, Unavailable
+from callplane.settings import Settings
+from callplane.speech.base import SynthesisFailed
 from callplane.speech.engines import EngineNotInstalled, check_engine, shared_synthesizers
-from callplane.speech.piper import PiperFailed
-from callplane.speech.synthesis import SynthesisError
 from callplane.voices.schemas import Voice
 
 #: DESIGN §16: a preview is a line, not a recording studio.
@@ -29,25 +29,18 @@ def preview_text(voice: Voice, text: str | None) -> str:
     return text
 
 
-async def speak_preview(
-    voice: Voice,
-    text: str,
-    default_engine: str,
-    piper_voices_dir: str | None,
-    *,
-    piper_processes: int = 1,
-) -> bytes:
+async def speak_preview(voice: Voice, text: str, settings: Settings) -> bytes:
     """A mono 16-bit WAV file of ``text`` in the voice."""
-    engine = voice.engine or default_engine
+    engine = voice.engine or settings.voice_engine
     try:
-        check_engine(engine, piper_voices_dir)
+        check_engine(engine, settings)
     except (ValueError, EngineNotInstalled) as exc:
         raise Conflict(f"This voice cannot be heard here: {exc}") from None
-    voices = shared_synthesizers(default_engine, piper_voices_dir, piper_processes=piper_processes)
+    voices = shared_synthesizers(settings)
     synthesizer = voices.get(engine)
     try:
         pcm = await asyncio.to_thread(synthesizer.synthesize, text, PREVIEW_RATE)
-    except (SynthesisError, PiperFailed, OSError) as exc:
+    except (SynthesisFailed, OSError) as exc:
         # The server's speech programs are broken (espeak-ng missing, Piper failing twice):
         # not the request's fault, and perhaps passing.
         raise Unavailable(f"Speech synthesis failed: {exc}", retry_after=5) from None

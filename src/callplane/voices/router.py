@@ -12,11 +12,12 @@ from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import VOICES
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
+from callplane.kit.scopes import AGENTS
 from callplane.voices import service
 from callplane.voices.preview import MAX_PREVIEW_CHARS, preview_text, speak_preview
 from callplane.voices.schemas import Voice, VoiceCreate, VoiceDeleted
 
-router = family_router(VOICES, tags=["voices"])
+router = family_router(VOICES, scopes=AGENTS, tags=["voices"])
 
 
 @router.get("/voices", response_model=list[Voice], summary="List voices")
@@ -37,9 +38,7 @@ async def create_voice(
     body: VoiceCreate, session: SessionDep, runtime: RuntimeDep, tenant: CurrentTenant
 ) -> Response:
     """A voice speaking with one of the engines `callplane voices engines` lists."""
-    voice = await service.create_voice(
-        session, tenant.organization_id, body, runtime.settings.piper_voices_dir
-    )
+    voice = await service.create_voice(session, tenant.organization_id, body, runtime.settings)
     return json_response(voice, status_code=201)
 
 
@@ -93,12 +92,5 @@ async def preview_voice(
 ) -> Response:
     """`text` (or a greeting) spoken in the voice, as a caller would hear it."""
     voice = await service.get_voice(session, tenant.organization_id, uuid)
-    settings = runtime.settings
-    audio = await speak_preview(
-        voice,
-        preview_text(voice, text),
-        settings.voice_engine,
-        settings.piper_voices_dir,
-        piper_processes=settings.piper_processes,
-    )
+    audio = await speak_preview(voice, preview_text(voice, text), runtime.settings)
     return Response(audio, media_type="audio/wav")

@@ -10,9 +10,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from callplane.errors import Conflict, InvalidInput, NotFound
 from callplane.kit.tenancy import delete_owned, owned_by, same_organization, select_owned
 from callplane.models.agents import Agent, AgentBranch, AgentCommit
-from callplane.models.calls import Call
+from callplane.models.calls import UNFINISHED_STATUSES, Call
 from callplane.models.voices import Voice as VoiceRow
 from callplane.runtime import Runtime
+from callplane.settings import Settings
 from callplane.speech.engines import EngineNotInstalled, check_engine
 from callplane.voices.schemas import Voice, VoiceCreate
 
@@ -20,9 +21,6 @@ from callplane.voices.schemas import Voice, VoiceCreate
 _voices = VoiceRow.__table__
 _LIST = select_owned(_voices, bindparam("org")).order_by(_voices.c.name, _voices.c.id)
 _ONE = select_owned(_voices, bindparam("org")).where(_voices.c.id == bindparam("id"))
-
-#: A call in one of these may still speak with its voice: the voice must stay (DESIGN §16).
-UNFINISHED_CALL_STATUSES = ("enqueued", "dialing", "in_progress")
 
 
 async def list_voices(session: AsyncSession, organization_id: int) -> list[Voice]:
@@ -38,10 +36,10 @@ async def get_voice(session: AsyncSession, organization_id: int, voice_id: uuid.
 
 
 async def create_voice(
-    session: AsyncSession, organization_id: int, body: VoiceCreate, piper_voices_dir: str | None
+    session: AsyncSession, organization_id: int, body: VoiceCreate, settings: Settings
 ) -> Voice:
     try:
-        check_engine(body.engine, piper_voices_dir)
+        check_engine(body.engine, settings)
     except (ValueError, EngineNotInstalled) as exc:
         raise InvalidInput(str(exc), loc=("body", "engine")) from None
     row = VoiceRow(
@@ -70,7 +68,8 @@ async def delete_voice(session: AsyncSession, organization_id: int, voice_id: uu
     in_use = exists().where(
         owned_by(Call, organization_id),
         Call.voice_uuid == voice_id,
-        Call.status.in_(UNFINISHED_CALL_STATUSES),
+        # A call not over yet may still speak with its voice: the voice must stay (docs/voices.md).
+        Call.status.in_(UNFINISHED_STATUSES),
     )
     deleted = await session.execute(
         delete_owned(VoiceRow, organization_id)

@@ -10,7 +10,6 @@ origin that a live token names.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Annotated
 
 from fastapi import Depends
@@ -18,12 +17,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from callplane.errors import InvalidInput, Unauthorized, Unavailable
-from callplane.http.auth import authenticate
-from callplane.http.deps import CurrentTenant, SessionDep, end_unit_of_work
+from callplane.http.deps import CurrentTenant, SessionDep, current_tenant, end_unit_of_work
 from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 from callplane.http.unit_of_work import get_session
+from callplane.kit.scopes import CALLS
 from callplane.kit.tenancy import Tenant
 from callplane.models.web_calls import WebCallToken
 from callplane.runtime import Runtime
@@ -36,7 +35,7 @@ from callplane.web_calls.schemas import (
     WebCallTokenCreated,
 )
 
-router = family_router(STATUS, tags=["web calls"])
+router = family_router(STATUS, scopes=CALLS, tags=["web calls"])
 
 #: What a page's request may carry (the token, JSON) and how long a browser may keep the answer.
 PREFLIGHT_HEADERS = {
@@ -74,10 +73,7 @@ async def web_caller(request: Request) -> WebCaller:
             raise
         return WebCaller(token=token)
 
-    tenant = await authenticate(
-        request, partial(get_session, request), runtime.key_cache, runtime.limiter
-    )
-    return WebCaller(tenant=tenant)
+    return WebCaller(tenant=await current_tenant(request))
 
 
 @router.post(

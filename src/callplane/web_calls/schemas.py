@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from callplane.calls.schemas import Attributes, SafeStr
+from callplane.kit.schemas import Attributes, SafeStr
 
 #: An offer of a browser is a few kilobytes (``telephony.webrtc`` checks the same bound).
 MAX_OFFER_CHARS = 32_768

@@ -23,7 +23,7 @@ from callplane.calls.answered import add_answered_call
 from callplane.errors import InvalidInput, RateLimited, Unauthorized
 from callplane.kit.tenancy import across_organizations, select_owned, update_owned
 from callplane.models.base import utcnow
-from callplane.models.calls import Call
+from callplane.models.calls import ACTIVE_STATUSES, Call
 from callplane.models.web_calls import WebCallToken
 from callplane.runtime import Runtime
 from callplane.web_calls.schemas import WebCallTokenCreate
@@ -177,7 +177,7 @@ async def open_web_call(
         if getattr(spent, "rowcount", 0) != 1:
             raise Unauthorized("Invalid, expired or already used web call token")
     active = await session.scalar(
-        select_owned(Call, org, func.count()).where(Call.status.in_(("dialing", "in_progress")))
+        select_owned(Call, org, func.count()).where(Call.status.in_(ACTIVE_STATUSES))
     )
     if (active or 0) >= runtime.settings.max_concurrent_calls:
         raise RateLimited(BUSY_RETRY_SECONDS)

@@ -32,6 +32,9 @@ EVENT_TYPES = (
     "call.transferred",
     "external_call.transcribed",
     "external_call.error",
+    "campaign.started",
+    "campaign.paused",
+    "campaign.completed",
     "webhook.test",
 )
 

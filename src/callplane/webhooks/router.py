@@ -13,6 +13,7 @@ from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
 from callplane.kit.pagination import total_pages
+from callplane.kit.scopes import WEBHOOKS
 from callplane.webhooks import service
 from callplane.webhooks.schemas import (
     Accepted,
@@ -27,7 +28,7 @@ from callplane.webhooks.schemas import (
 )
 from callplane.webhooks.secrets import box_for
 
-router = family_router(STATUS, tags=["webhooks"])
+router = family_router(STATUS, scopes=WEBHOOKS, tags=["webhooks"])
 
 
 @router.post(

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from callplane.calls.schemas import SafeStr
+from callplane.kit.schemas import SafeStr
 from callplane.webhooks.events import EVENT_TYPES
 
 MAX_URL_CHARS = 2048

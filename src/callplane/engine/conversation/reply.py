@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
+
+from callplane.brain.history import Said
 
 
 @dataclass(eq=False)
@@ -28,7 +29,7 @@ class Reply:
     playout_ends_at: float = 0.0
     interrupted: bool = False
     #: The line's transcript entry once recorded (a late barge-in shortens it).
-    entry: dict[str, Any] | None = None
+    entry: Said | None = None
     #: The generation task (brain stream, synthesis); None for a line said outright.
     task: asyncio.Task[None] | None = None
     _generated: asyncio.Event = field(default_factory=asyncio.Event)

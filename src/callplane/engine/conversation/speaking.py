@@ -19,10 +19,10 @@ import contextlib
 import logging
 import time
 import weakref
+from collections.abc import AsyncGenerator
 
 from callplane.brain.sentences import opening_clause
-from callplane.engine.reply import Reply
-from callplane.speech import executors
+from callplane.engine.conversation.reply import Reply
 from callplane.speech.base import Synthesizer
 from callplane.telephony.base import (
     FRAME_BYTES,
@@ -33,7 +33,7 @@ from callplane.telephony.base import (
     TextFrame,
 )
 
-log = logging.getLogger("callplane.engine.speaking")
+log = logging.getLogger("callplane.engine.conversation.speaking")
 
 #: A later sentence of a reply gives way to first sentences only while its own turn is this far
 #: off: it must still be ready before the sentence before it has been heard.
@@ -88,6 +88,8 @@ class Speaker:
         self._connection = connection
         self._synthesizer = synthesizer
         self._pending_text: list[str] = []
+        #: Text lines ended with ``more``, played with the next line's frame.
+        self._held_text: list[str] = []
         #: When everything queued on the connection, of any line, will have been heard.
         self._busy_until = 0.0
 
@@ -102,59 +104,79 @@ class Speaker:
         first = not reply.sentences
         parts = first_audio_parts(sentence) if first else [sentence]
         for n, part in enumerate(parts):
-            pcm = await self._synthesize(part, first=first and n == 0)
-            if reply.interrupted:
-                return
-            now = time.monotonic()
-            start = max(now, self._busy_until)
-            if n == 0:
-                # The transcript's sentence, heard from its first part's start.
-                reply.sentences.append((start, sentence))
-            if not pcm:
-                continue
-            if reply.first_media_at is None:
-                reply.first_media_at = now
-            for offset in range(0, len(pcm), FRAME_BYTES):
-                await self._connection.play(AudioFrame(pcm[offset : offset + FRAME_BYTES]))
-            self._busy_until = start + len(pcm) / (SAMPLE_RATE * SAMPLE_WIDTH)
-            reply.playout_ends_at = self._busy_until
+            async with contextlib.aclosing(self._synthesize(part, first=first and n == 0)) as audio:
+                begun = False
+                async for pcm in audio:
+                    if reply.interrupted:
+                        return
+                    now = time.monotonic()
+                    start = max(now, self._busy_until)
+                    if n == 0 and not begun:
+                        # The transcript's sentence, heard from its first audio's start.
+                        reply.sentences.append((start, sentence))
+                    begun = True
+                    if not pcm:
+                        continue
+                    if reply.first_media_at is None:
+                        reply.first_media_at = now
+                    for offset in range(0, len(pcm), FRAME_BYTES):
+                        await self._connection.play(AudioFrame(pcm[offset : offset + FRAME_BYTES]))
+                    self._busy_until = start + len(pcm) / (SAMPLE_RATE * SAMPLE_WIDTH)
+                    reply.playout_ends_at = self._busy_until
 
-    async def _synthesize(self, text: str, *, first: bool) -> bytes:
+    async def _synthesize(self, text: str, *, first: bool) -> AsyncGenerator[bytes, None]:
+        """The part's audio as the synthesizer streams it; at least one chunk (empty when
+        nothing can be said), so the sentence is recorded as begun."""
         if self._synthesizer is None:
-            return b""
+            yield b""
+            return
         precedence = _precedence_here()
         if first:
             precedence.firsts += 1
             precedence.clear.clear()
         else:
             await precedence.after_firsts(self._busy_until - time.monotonic() - LATER_MARGIN)
+        chunks = 0
         try:
-            return await executors.run("synthesis", self._synthesizer.synthesize, text, SAMPLE_RATE)
+            async for pcm in self._synthesizer.stream(text, SAMPLE_RATE):
+                chunks += 1
+                yield pcm
         except Exception:
-            # The caller misses one sentence; the call goes on (and the log says why).
+            # The caller misses (the rest of) one sentence; the call goes on (the log says why).
             log.exception("speech synthesis failed on a sentence")
-            return b""
         finally:
             if first:
                 precedence.firsts -= 1
                 if not precedence.firsts:
                     precedence.clear.set()
+        if not chunks:
+            yield b""
 
-    async def end_line(self, reply: Reply) -> None:
-        if self._connection.media == "text" and self._pending_text:
+    async def end_line(self, reply: Reply, *, more: bool = False) -> None:
+        """The line is complete. ``more``: another line follows at once (the disclosure before
+        the opening), so on a text network both go as one frame: a simulated person answers
+        each frame, and would otherwise answer the disclosure."""
+        if self._connection.media != "text":
+            return
+        if self._pending_text:
             text = " ".join(self._pending_text)
             now = time.monotonic()
             reply.sentences = [*reply.sentences, (now, text)]
             if reply.first_media_at is None:
                 reply.first_media_at = now
             self._pending_text = []
-            await self._connection.play(TextFrame(text))
+            self._held_text.append(text)
+        if more or not self._held_text:
+            return
+        text, self._held_text = " ".join(self._held_text), []
+        await self._connection.play(TextFrame(text))
 
     async def interrupt(self, reply: Reply | None) -> None:
         """Stop speaking now: drop what is queued; the reply keeps what was heard of it."""
         if reply is not None:
             reply.interrupt()
         self._pending_text = []
+        self._held_text = []
         self._busy_until = 0.0
         await self._connection.interrupt()
 

@@ -38,22 +38,22 @@ from callplane.engine.agent import (
     no_agent_commit,
     resolve_agent_spec,
 )
-from callplane.engine.endpointing import Endpointing
-from callplane.engine.listening import Listener
+from callplane.engine.conversation.endpointing import Endpointing
+from callplane.engine.conversation.listening import Listener
+from callplane.engine.conversation.reply import Reply
+from callplane.engine.conversation.speaking import Speaker
+from callplane.engine.conversation.turn_loop import TranscriptLog, TurnLoop
 from callplane.engine.providers import Providers
-from callplane.engine.reply import Reply
-from callplane.engine.speaking import Speaker
 from callplane.engine.toolwrites import record_transfer, set_cart
-from callplane.engine.turn_loop import TranscriptLog, TurnLoop
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
 from callplane.telephony.base import Connection
-from callplane.tools import ToolContext, Transfer
+from callplane.tools import CallHooks, Transfer, tool_context
 from callplane.tools.function import function_tool_client
 from callplane.voices.service import call_voice_engine
 
-log = logging.getLogger("callplane.engine.conversation")
+log = logging.getLogger("callplane.engine.conversation.session")
 
 #: The longest a function tool may take (DESIGN §15: ``timeout_seconds`` 1-30).
 
@@ -211,18 +211,20 @@ async def hold_conversation(
         said.generated()
         await said.wait_for_playout()
 
-    tool_context = ToolContext(
+    reach = tool_context(
         connection=connection,
         call=context.tool_payload(),
         organization_id=organization_id,
         runtime=runtime,
         http=services.tools_http,
         tools_secret=commit.tools_secret,
-        set_cart=cart,
-        record_transfer=transferred,
-        speak_to=speak_to,
-        transcript=context.transcript,
-        brain=providers.brain,
+        on_call=CallHooks(
+            set_cart=cart,
+            record_transfer=transferred,
+            speak_to=speak_to,
+            transcript=context.transcript,
+            brain=providers.brain,
+        ),
     )
     loop = TurnLoop(
         connection=connection,
@@ -239,7 +241,7 @@ async def hold_conversation(
         report=report,
         answered_by=context.answered_by,
         latencies=context.latencies,
-        tool_context=tool_context,
+        tool_context=reach,
     )
     try:
         return await loop.run()

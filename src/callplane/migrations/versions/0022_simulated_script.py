@@ -1,7 +1,7 @@
 """calls: a per-call script for the simulated network (POST /calls ``simulate``)
 
-Revision ID: 0018
-Revises: 0017
+Revision ID: 0022
+Revises: 0021
 """
 
 from collections.abc import Sequence
@@ -11,8 +11,8 @@ from alembic import op
 
 from callplane.models.base import JSONType
 
-revision: str = "0018"
-down_revision: str | None = "0017"
+revision: str = "0022"
+down_revision: str | None = "0021"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,1 @@
+"""Agent tests, test runs, replays and traffic splits (docs/agent-tests.md)."""

@@ -1,0 +1,2 @@
+"""Campaigns: outbound calling programs with calling hours, retries, pacing and a do-not-call
+list (``docs/campaigns.md``)."""

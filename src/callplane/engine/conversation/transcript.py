@@ -1,0 +1,44 @@
+"""The call's chat history (``brain/history.py``) on the call's clock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from callplane.brain import ChatHistory, Said, ToolCall
+from callplane.brain.history import ToolAnswered, ToolCalled
+
+
+@dataclass
+class TranscriptLog:
+    """The call's chat history on the call's clock: ``at`` is a ``time.monotonic()`` reading,
+    stored as seconds since the call was answered. ``entries`` (the SPEC transcript the call
+    stores) is kept in step with it."""
+
+    entries: list[dict[str, Any]]
+    #: Seconds since the call was answered, now.
+    elapsed: Callable[[], float]
+    history: ChatHistory = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.history = ChatHistory(transcript=self.entries)
+
+    def _stamp(self, at: float) -> float:
+        return round(max(0.0, self.elapsed() - (time.monotonic() - at)), 3)
+
+    def say(self, at: float, role: Literal["user", "assistant"], text: str) -> Said:
+        return self.history.add(Said(role, text, self._stamp(at)))
+
+    def call(self, at: float, call: ToolCall) -> ToolCall:
+        """Record the brain's call; the call as the toolbox runs it, with the history's id."""
+        call = replace(call, call_id=self.history.call_id())
+        self.history.add(ToolCalled(call.call_id, call.name, call.arguments, self._stamp(at)))
+        return call
+
+    def answer(self, at: float, call: ToolCall, text: str) -> None:
+        self.history.add(ToolAnswered(call.call_id, call.name, text, self._stamp(at)))
+
+    def messages(self, call_prompt: str | None) -> list[dict[str, Any]]:
+        return self.history.messages(call_prompt)

@@ -1,0 +1,167 @@
+"""Searching chunks with the database's own full-text engine, behind one function.
+
+A query is what a person or the brain typed: it is never handed to a query language. It is cut
+into words (letters and digits), each word is quoted (SQLite) or passed as its own
+``plainto_tsquery`` (PostgreSQL), and the words are OR-ed: a chunk holding more of them, and
+rarer ones, ranks higher, and a question full of small words ("what is your returns policy")
+still finds the chunk about returns. Quotes, ``NEAR``, ``*``, ``-``, ``AND``, parentheses are
+then just characters between words, never a syntax error.
+
+- SQLite: FTS5, ranked by BM25 (the ``scope`` column weighs nothing); the score is BM25 negated,
+  so higher is better on both databases. English knowledge bases use the porter stemmer; FTS5
+  stems nothing else, so other languages match words as written (diacritics folded).
+- PostgreSQL: the chunk's ``tsvector`` (stemmed in the knowledge base's language where
+  PostgreSQL has a configuration for it, else ``simple``), ranked by ``ts_rank_cd``.
+
+English stop words are dropped from the query on both, as PostgreSQL's ``english``
+configuration does, so both rank on the same words. Scores differ between the two engines;
+the order of clear winners does not.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+#: The most words of a query used (the rest adds little and costs each search).
+MAX_TERMS = 32
+MAX_TERM_CHARS = 64
+_WORD = re.compile(r"[^\W_]+")
+
+#: BCP 47 primary language subtag -> PostgreSQL text search configuration (built in since
+#: PostgreSQL 13). Anything else: ``simple`` (words as written).
+SEARCH_CONFIGS = {
+    "ar": "arabic",
+    "da": "danish",
+    "de": "german",
+    "el": "greek",
+    "en": "english",
+    "es": "spanish",
+    "fi": "finnish",
+    "fr": "french",
+    "ga": "irish",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "it": "italian",
+    "lt": "lithuanian",
+    "nb": "norwegian",
+    "ne": "nepali",
+    "nl": "dutch",
+    "nn": "norwegian",
+    "no": "norwegian",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sv": "swedish",
+    "ta": "tamil",
+    "tr": "turkish",
+}
+
+#: PostgreSQL's English stop words (snowball), so SQLite leaves out what PostgreSQL does.
+_STOP_WORDS = """i me my myself we our ours ourselves you your yours yourself yourselves he him his
+    himself she her hers herself it its itself they them their theirs themselves what which who
+    whom this that these those am is are was were be been being have has had having do does
+    did doing a an the and but if or because as until while of at by for with about against
+    between into through during before after above below to from up down in out on off over
+    under again further then once here there when where why how all any both each few more
+    most other some such no nor not only own same so than too very s t can will just don
+    should now"""
+ENGLISH_STOP_WORDS = frozenset(_STOP_WORDS.split())
+
+
+def search_config(language: str) -> str:
+    """``es``, ``es-US`` -> ``spanish``; a language without a configuration -> ``simple``."""
+    return SEARCH_CONFIGS.get(language.split("-", 1)[0].lower(), "simple")
+
+
+def query_terms(query: str, config: str) -> list[str]:
+    terms: list[str] = []
+    for word in _WORD.findall(query.casefold()):
+        word = word[:MAX_TERM_CHARS]
+        if word in terms or (config == "english" and word in ENGLISH_STOP_WORDS):
+            continue
+        terms.append(word)
+        if len(terms) == MAX_TERMS:
+            break
+    return terms
+
+
+@dataclass(frozen=True)
+class Hit:
+    document_uuid: uuid.UUID
+    title: str
+    text: str
+    score: float
+
+
+async def search_chunks(
+    session: AsyncSession,
+    organization_id: int,
+    knowledge_base_id: int,
+    config: str,
+    query: str,
+    top_k: int,
+) -> list[Hit]:
+    """The ``top_k`` best chunks of one knowledge base for ``query``, best first."""
+    terms = query_terms(query, config)
+    if not terms:
+        return []
+    if session.get_bind().dialect.name == "postgresql":
+        rows = await _postgresql(session, organization_id, knowledge_base_id, config, terms, top_k)
+    else:
+        rows = await _sqlite(session, organization_id, knowledge_base_id, config, terms, top_k)
+    # A text statement returns SQLite's uuid as its stored hex: read it back as a uuid.
+    return [Hit(_uuid(row[0]), row[1], row[2], round(float(row[3]), 6)) for row in rows]
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+async def _sqlite(
+    session: AsyncSession, org: int, kb: int, config: str, terms: list[str], top_k: int
+) -> Any:
+    table = "knowledge_chunks_fts_english" if config == "english" else "knowledge_chunks_fts_simple"
+    words = " OR ".join(f'"{term}"' for term in terms)  # a word holds no quote: see _WORD
+    match = f'scope : "k{kb}" AND body : ({words})'
+    # The best rows are picked inside FTS5 (its rank is BM25), then joined to their chunks.
+    statement = text(
+        f"SELECT d.uuid, c.title, c.text, -m.rank FROM "  # noqa: S608 (the table is a constant)
+        f"(SELECT rowid, rank FROM {table} WHERE {table} MATCH :match "
+        "AND rank MATCH 'bm25(0.0, 1.0)' ORDER BY rank, rowid LIMIT :k) AS m "
+        "JOIN knowledge_chunks AS c ON c.id = m.rowid "
+        "JOIN knowledge_documents AS d ON d.organization_id = c.organization_id "
+        "AND d.id = c.document_id "
+        "WHERE c.organization_id = :org AND c.knowledge_base_id = :kb "
+        "ORDER BY m.rank, c.id"
+    ).bindparams(match=match, k=top_k, org=org, kb=kb)
+    return (await session.execute(statement)).all()
+
+
+async def _postgresql(
+    session: AsyncSession, org: int, kb: int, config: str, terms: list[str], top_k: int
+) -> Any:
+    words = " || ".join(
+        f"plainto_tsquery(CAST(:config AS regconfig), :t{n})" for n in range(len(terms))
+    )
+    statement = text(
+        "SELECT d.uuid, c.title, c.text, ts_rank_cd(c.search_vector, s.q) AS score "  # noqa: S608
+        f"FROM knowledge_chunks AS c CROSS JOIN (SELECT {words} AS q) AS s "
+        "JOIN knowledge_documents AS d ON d.organization_id = c.organization_id "
+        "AND d.id = c.document_id "
+        "WHERE c.organization_id = :org AND c.knowledge_base_id = :kb "
+        "AND c.search_vector @@ s.q "
+        "ORDER BY score DESC, c.id LIMIT :k"
+    ).bindparams(
+        bindparam("config", config),
+        *(bindparam(f"t{n}", term) for n, term in enumerate(terms)),
+        org=org,
+        kb=kb,
+        k=top_k,
+    )
+    return (await session.execute(statement)).all()

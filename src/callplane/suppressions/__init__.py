@@ -1,0 +1,1 @@
+"""The do-not-call list (rules in ``campaigns.donotcall``, ``docs/campaigns.md``)."""

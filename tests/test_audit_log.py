@@ -1,0 +1,233 @@
+"""The audit log (docs/privacy.md): every change through the API is an event in the same
+transaction, hash-chained; GET /audit_log filters it; ``callplane audit verify`` finds a
+changed or deleted event."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import sqlalchemy as sa
+
+from callplane.kit.tenancy import delete_owned, select_owned, update_owned
+from callplane.models.audit import AuditEvent, AuditHead
+from tests.api_keys_support import scoped_key
+from tests.factories import make_org, runtime_of
+from tests.test_cli import callplane, ok_json
+
+LOG = "/v1/audit_log"
+AGENT = {"name": "Front desk", "config": {"prompt": "Be brief."}}
+
+
+async def test_a_change_and_its_event_are_committed_together(app, client):
+    org = await make_org(app)
+    created = await client.post("/v1/agents", headers=org.headers, json=AGENT)
+    assert created.status_code == 201
+    agent_id = created.json()["agent"]["id"]
+    renamed = await client.patch(
+        f"/v1/agents/{agent_id}",
+        headers={**org.headers, "X-Request-Id": "req-42"},
+        json={"name": "B"},
+    )
+    assert renamed.status_code == 200
+    # A refused change (422, 404) leaves no event: its transaction was rolled back.
+    assert (
+        await client.patch(f"/v1/agents/{agent_id}", headers=org.headers, json={})
+    ).status_code == 422
+    missing = "00000000-0000-4000-8000-000000000000"
+    assert (await client.delete(f"/v1/agents/{missing}", headers=org.headers)).status_code == 404
+    # Reads of agents are not audited.
+    assert (await client.get("/v1/agents", headers=org.headers)).status_code == 200
+
+    log = (await client.get(LOG, headers=org.headers)).json()
+    assert log["total_count"] == 2
+    newest, first = log["events"]
+    assert first["id"] == 1 and newest["id"] == 2
+    assert first["action"] == "agents.create_agent"
+    assert first["resource_type"] == "agents"
+    assert first["resource_id"] == agent_id
+    assert first["actor"] == f"api_key:{org.key_id}"
+    assert newest["action"] == "agents.rename_agent"
+    assert newest["resource_id"] == agent_id
+    assert newest["request_id"] == "req-42"
+    assert newest["ip"] == "127.0.0.1"
+    assert len(newest["hash"]) == 64 and newest["hash"] != first["hash"]
+
+
+async def test_filters_and_pages(app, client):
+    org, other = await make_org(app), await make_org(app, "Other")
+    for i in range(3):
+        await client.post("/v1/agents", headers=org.headers, json={**AGENT, "name": f"A{i}"})
+    await client.post("/v1/agents", headers=other.headers, json=AGENT)
+    reader = await scoped_key(app, org, ["audit:read"])
+    headers = {"Authorization": f"Bearer {reader}"}
+
+    page = (await client.get(LOG, headers=headers, params={"page_size": 2, "page": 2})).json()
+    assert page["total_count"] == 3 and page["total_pages"] == 2
+    assert [e["id"] for e in page["events"]] == [1]
+    mine = (
+        await client.get(LOG, headers=headers, params={"actor": f"api_key:{org.key_id}"})
+    ).json()
+    assert mine["total_count"] == 3
+    none = (
+        await client.get(LOG, headers=headers, params={"action": "agents.archive_agent"})
+    ).json()
+    assert none["total_count"] == 0
+    later = (
+        await client.get(LOG, headers=headers, params={"since": "2999-01-01T00:00:00Z"})
+    ).json()
+    assert later["events"] == []
+    earlier = (
+        await client.get(LOG, headers=headers, params={"until": "2999-01-01T00:00:00Z"})
+    ).json()
+    assert earlier["total_count"] == 3
+    for bad in ({"since": "yesterday"}, {"page": 0}, {"page_size": 101}, {"actor": ""}):
+        response = await client.get(LOG, headers=headers, params=bad)
+        assert response.status_code == 422, bad
+        assert response.json()["status"] == "error"
+    # The other organization's chain is its own.
+    theirs = (await client.get(LOG, headers=other.headers)).json()
+    assert [e["id"] for e in theirs["events"]] == [1]
+    no_scope = await scoped_key(app, org, ["agents:read"])
+    refused = await client.get(LOG, headers={"Authorization": f"Bearer {no_scope}"})
+    assert refused.status_code == 403 and "audit:read" in refused.json()["error"]
+
+
+async def test_the_fast_path_patch_is_audited_in_its_own_transaction(app, client):
+    org = await make_org(app)
+    table = {"name": "orders", "columns": [{"name": "note", "type": "TEXT"}]}
+    assert (
+        await client.post("/v1/data/tables", headers=org.headers, json=table)
+    ).status_code == 201
+    rows = await client.post(
+        "/v1/data/orders", headers=org.headers, json={"records": [{"note": "a"}]}
+    )
+    record_id = rows.json()["records"][0]["id"]
+    for note in ("b", "c"):
+        patched = await client.patch(
+            f"/v1/data/orders/{record_id}", headers=org.headers, json={"note": note}
+        )
+        assert patched.status_code == 200
+    log = (
+        await client.get(LOG, headers=org.headers, params={"action": "custom_data.patch_record"})
+    ).json()
+    assert log["total_count"] == 2
+    assert {e["resource_id"] for e in log["events"]} == {f"orders/{record_id}"}
+
+
+async def test_concurrent_changes_never_fork_the_chain(app, client):
+    org = await make_org(app)
+    answers = await asyncio.gather(
+        *(
+            client.post("/v1/agents", headers=org.headers, json={**AGENT, "name": f"N{i}"})
+            for i in range(12)
+        )
+    )
+    assert all(a.status_code == 201 for a in answers)
+    async with runtime_of(app).db.session(write=False) as session:
+        seqs = (await session.scalars(select_owned(AuditEvent, org.id, AuditEvent.seq))).all()
+    assert sorted(seqs) == list(range(1, 13))
+
+
+async def _changes(app, client, count: int = 4):
+    org = await make_org(app)
+    for i in range(count):
+        await client.post("/v1/agents", headers=org.headers, json={**AGENT, "name": f"V{i}"})
+    return org
+
+
+async def test_verify_accepts_an_intact_chain(app, client, database_url):
+    await _changes(app, client)
+    result = ok_json(callplane(database_url, "audit", "verify", "--json"))
+    assert result == {"ok": True, "organizations": 1, "events": 4, "first_break": None}
+
+
+async def test_verify_names_a_tampered_event(app, client, database_url):
+    org = await _changes(app, client)
+    async with runtime_of(app).db.session(write=True) as session:
+        await session.execute(
+            update_owned(AuditEvent, org.id)
+            .where(AuditEvent.seq == 2)
+            .values(actor="user:nobody@x")
+        )
+        await session.commit()
+    result = callplane(database_url, "audit", "verify")
+    assert result.returncode == 1
+    assert "organization 1: event 2 does not fit" in result.stderr
+
+
+async def test_verify_names_a_deleted_event(app, client, database_url):
+    org = await _changes(app, client)
+    async with runtime_of(app).db.session(write=True) as session:
+        await session.execute(delete_owned(AuditEvent, org.id).where(AuditEvent.seq == 3))
+        await session.commit()
+    result = callplane(database_url, "audit", "verify", "--json")
+    assert result.returncode == 1
+    assert '"event_id":3' in result.stdout and "is missing" in result.stdout
+
+
+async def test_verify_names_an_event_deleted_from_the_end(app, client, database_url):
+    org = await _changes(app, client)
+    async with runtime_of(app).db.session(write=True) as session:
+        await session.execute(delete_owned(AuditEvent, org.id).where(AuditEvent.seq == 4))
+        await session.commit()
+    result = callplane(database_url, "audit", "verify")
+    assert result.returncode == 1
+    assert "event 4 is missing" in result.stderr
+    async with runtime_of(app).db.session(write=False) as session:
+        head = await session.scalar(select_owned(AuditHead, org.id))
+        assert head is not None and head.seq == 4
+        assert await session.scalar(sa.select(sa.literal(1))) == 1
+
+
+async def test_no_change_is_committed_without_its_event(app, client, monkeypatch):
+    """The event is appended in the change's own transaction: when it cannot be written, the
+    change is rolled back with it."""
+    from callplane.audit import requests
+
+    org = await make_org(app)
+
+    async def refuse(*_args, **_kwargs):
+        raise RuntimeError("the audit log is unwritable")
+
+    monkeypatch.setattr(requests, "append", refuse)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+        response = await c.post("/v1/agents", headers=org.headers, json=AGENT)
+    assert response.status_code == 500
+    monkeypatch.undo()
+    listed = (await client.get("/v1/agents", headers=org.headers)).json()
+    assert listed["agents"] == []
+    assert (await client.get(LOG, headers=org.headers)).json()["total_count"] == 0
+
+
+async def test_recording_and_contact_data_reads_are_audited(app, client):
+    from tests.test_recordings import signed_url
+
+    org = await make_org(app)
+    url = await signed_url(app, client, org)
+    assert (await client.get(url)).status_code == 200
+    # An altered URL reads nothing and records nothing.
+    assert (await client.get(url.replace("signature=", "signature=0"))).status_code == 403
+
+    path = "/v1/contacts/%2B14155550100/data"
+    assert (
+        await client.put(path, headers=org.headers, json={"data": {"plan": "gold"}})
+    ).status_code == 200
+    assert (await client.get(path, headers=org.headers)).status_code == 200
+    assert (await client.get("/v1/contacts", headers=org.headers)).status_code == 200
+    # An unknown contact is a 404: nothing was read.
+    assert (
+        await client.get("/v1/contacts/%2B14155550199/data", headers=org.headers)
+    ).status_code == 404
+
+    events = (await client.get(LOG, headers=org.headers)).json()["events"]
+    actions = [(e["action"], e["actor"]) for e in reversed(events)]
+    key = f"api_key:{org.key_id}"
+    assert actions == [
+        ("recordings.read", "signed_url"),
+        ("contacts.put_contact_data", key),
+        ("contacts.read_data", key),
+        ("contacts.list", key),
+    ]
+    assert events[1]["resource_id"] == "+14155550100"
