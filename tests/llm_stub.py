@@ -58,9 +58,9 @@ class StubLLM:
         words_per_chunk: int = 3,
         chunk_seconds: float = 0.0,
         after_tool: Sequence[Reply | str] = ("Done.",),
+        busy_first: int = 0,
         verdicts: Sequence[str] = (),
         caller_lines: Sequence[str] = (),
-        busy_first: int = 0,
     ) -> None:
         self.verdicts = list(verdicts)
         self.caller_lines = list(caller_lines)

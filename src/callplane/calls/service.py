@@ -254,6 +254,7 @@ async def resolve_agent(
         agent_uuid=body.agent_id,
         branch_name=body.agent_branch_name,
         commit_id=body.agent_commit_id,
+        other_party=body.to_number,
     )
     required = [n for n in resolved.config.get("required_variables", []) if n not in body.params]
     if required:
@@ -301,6 +302,7 @@ async def create_call(
         language=body.language,
         agent_speaks_first=body.agent_speaks_first,
         first_message=body.first_message,
+        simulate=body.simulate.model_dump() if body.simulate else None,
         params=body.params,
         external_identifiers=body.external_identifiers,
         keyterms=body.keyterms,

@@ -16,6 +16,7 @@ import orjson
 import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.cli.agents import agents_app
 from callplane.cli.audit import audit_app
 from callplane.cli.common import fail, in_transaction, missing_database, print_json
 from callplane.cli.doctor import doctor
@@ -37,6 +38,7 @@ app = typer.Typer(
 orgs_app = typer.Typer(help="Organizations.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 app.add_typer(orgs_app, name="orgs")
+app.add_typer(agents_app, name="agents")
 app.add_typer(keys_app, name="keys")
 app.add_typer(users_app, name="users")
 app.add_typer(sip_app, name="sip")

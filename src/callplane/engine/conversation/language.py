@@ -152,4 +152,8 @@ def in_language(spec: AgentSpec, tag: str, overrides: set[str], *, tell: bool = 
         voice_id=voice,
         first_message=first_message,
         end_call_phrases=tuple(preset.get("end_call_phrases") or spec.end_call_phrases),
+        # Added to the agent's, not instead: "stop calling" still opts out of a Spanish call.
+        opt_out_phrases=tuple(
+            dict.fromkeys((*spec.opt_out_phrases, *preset.get("opt_out_phrases", ())))
+        ),
     )
