@@ -80,7 +80,6 @@ async def _storage(settings: Settings) -> Finding:
 
 async def _speech_model(settings: Settings) -> Finding:
     from callplane.external_calls.transcription import speech_available
-
     from callplane.speech.models import AUTO, model_dir, model_installed
 
     missing = speech_available(settings)
