@@ -109,8 +109,10 @@ class _CallTranscriber(Transcriber):
         call = self._language
         asked = AUTO if call.auto else call.current
         transcriber = shared_transcriber(call.settings, "live", asked)
+        # A language Whisper does not know (a call's free-form tag) is identified instead.
+        fixed = primary(asked) if known_language(asked) else None
         segments = transcriber.transcribe(
-            pcm, sample_rate, hints=hints, abandoned=abandoned, language=primary(asked)
+            pcm, sample_rate, hints=hints, abandoned=abandoned, language=fixed
         )
         # As the listener joins them: the turn loop finds the turn's language by its text.
         text = " ".join(s.text.strip() for s in segments if s.text.strip())
