@@ -44,8 +44,9 @@ install: $(STAMP) $(TOOLS_STAMP)  ## create .venv and install callplane with its
 run: export CALLPLANE_PUBLIC_URL ?= http://$(HOST):$(PORT)
 # The local demo may send webhooks to a receiver on this machine (refused by default elsewhere).
 run: export CALLPLANE_WEBHOOK_ALLOW_LOOPBACK ?= true
-# `make run VOICE=piper`: the agent speaks with the Piper voice installed by `make install`.
-run: export CALLPLANE_VOICE_ENGINE ?= $(if $(filter piper,$(VOICE)),piper:en_US-joe-medium,espeak-ng:en-us)
+# The agent speaks with the Piper voice `make run` installs: the first call a newcomer hears
+# should sound human. `make run VOICE=espeak` keeps the robotic, lighter espeak-ng.
+run: export CALLPLANE_VOICE_ENGINE ?= $(if $(filter espeak,$(VOICE)),espeak-ng:en-us,piper:en_US-joe-medium)
 run: $(RUN_STAMP)  ## migrate, create the demo organization, print its key, serve on $(HOST):$(PORT)
 	$(BIN)/callplane demo --host $(HOST) --port $(PORT)
 	$(BIN)/callplane serve --host $(HOST) --port $(PORT)

@@ -14,6 +14,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.dashboard import (
+    agent_tests,
     agents,
     calls,
     campaigns,
@@ -45,6 +46,7 @@ PAGES = (
     numbers.router,
     agents.router,
     campaigns.router,
+    agent_tests.router,
     knowledge.router,
     webhooks.router,
     keys.router,
