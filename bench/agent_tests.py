@@ -6,7 +6,8 @@ In process: the app with its embedded worker (as ``callplane serve`` runs on SQL
 SQLite database, and the tests' stub OpenAI-compatible server (``tests/llm_stub.py``) as agent and
 judge, answering at once: what is measured is callplane's own cost of a run (the worker, the
 turns, the checks, the database), from ``POST /test_runs`` until the run is finished.
-Audio mode is not built yet, so it is not measured.
+Audio mode plays in real time by construction; ``--audio N`` times N audio tests and prints
+the wall time of each beside the test's own spoken length (so the overhead shows).
 """
 
 from __future__ import annotations
