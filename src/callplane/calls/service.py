@@ -302,6 +302,7 @@ async def create_call(
         language=body.language,
         agent_speaks_first=body.agent_speaks_first,
         first_message=body.first_message,
+        simulate=body.simulate.model_dump() if body.simulate else None,
         params=body.params,
         external_identifiers=body.external_identifiers,
         keyterms=body.keyterms,

@@ -22,7 +22,7 @@ from callplane.calls import commands
 from callplane.calls.schemas import CallCreate
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
-from callplane.dashboard.routing import CurrentPerson, dashboard_router
+from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
 from callplane.errors import Conflict, InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.tenancy import select_owned
@@ -327,7 +327,7 @@ async def test_call(
                 "params": params,
             }
         )
-        call = await commands.place_call(session, person.organization_id, body)
+        call = await commands.place_call(session, runtime_of(request), person.organization_id, body)
     except InvalidInput as exc:
         return await _page(request, session, person, agent_uuid, branch, 422, exc.errors)
     except ValueError as exc:  # pydantic's ValidationError

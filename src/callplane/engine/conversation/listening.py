@@ -97,7 +97,8 @@ class Listener:
                 if isinstance(frame, TextFrame) and frame.text.strip():
                     now = time.monotonic()
                     yield CallerSpeaking(now)
-                    yield CallerSaid(frame.text.strip(), now, now)
+                    # The transcript places the line when it was said, if it was read later.
+                    yield CallerSaid(frame.text.strip(), min(frame.said_at or now, now), now)
         else:
             async for event in self._audio_events():
                 yield event
