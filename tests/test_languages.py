@@ -197,19 +197,28 @@ def test_voices_engines_filters_by_language() -> None:
     assert "piper:en_US-joe-medium" in listed("--language", "en-US")
 
 
-async def test_an_uploaded_spanish_recording_is_identified_as_spanish(
-    app: FastAPI, client: httpx.AsyncClient
+@pytest.mark.parametrize(
+    ("text", "voice", "language", "word"),
+    [
+        (
+            "Buenos días, quisiera cambiar mi cita para el jueves por la tarde.",
+            "es",
+            "es",
+            "jueves",
+        ),
+        ("Please call me back tomorrow morning about the invoice.", "en-us", "en", "invoice"),
+    ],
+)
+async def test_an_uploaded_recording_gets_the_language_it_is_in(
+    app: FastAPI, client: httpx.AsyncClient, text: str, voice: str, language: str, word: str
 ) -> None:
     org = await make_org(app)
     created = await client.post("/v1/external_calls", json={}, headers=org.headers)
     assert created.status_code == 201, created.text
     call_id = created.json()["id"]
-    spanish = _spoken_wav(
-        "Buenos días, quisiera cambiar mi cita para el jueves por la tarde.", "es"
-    )
     response = await client.post(
         f"/v1/external_calls/{call_id}/recordings",
-        content=spanish,
+        content=_spoken_wav(text, voice),
         headers={**org.headers, "Content-Type": "audio/wav"},
     )
     assert response.status_code in (200, 201, 202), response.text
@@ -218,8 +227,8 @@ async def test_an_uploaded_spanish_recording_is_identified_as_spanish(
     body = (await client.get(f"/v1/external_calls/{call_id}", headers=org.headers)).json()
     [leg] = body["recordings"]
     assert leg["status"] == "transcribed", leg
-    assert leg["transcript"] and {e["language"] for e in leg["transcript"]} == {"es"}
-    assert "jueves" in " ".join(e["text"] for e in leg["transcript"]).lower()
+    assert leg["transcript"] and {e["language"] for e in leg["transcript"]} == {language}
+    assert word in " ".join(e["text"] for e in leg["transcript"]).lower()
 
 
 def test_which_model_hears_which_call() -> None:

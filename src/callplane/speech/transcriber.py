@@ -236,6 +236,15 @@ class WhisperTranscriber(Transcriber):
         )
         return [_segment(s, *heard) for s in segments if s.text.strip()]
 
+    def detect_language(self, pcm: bytes, sample_rate: int) -> tuple[str, float]:
+        """The language of the speech in ``pcm`` (its first 30 s of speech) and the model's
+        probability for it; ``("en", 1.0)`` from an English-only model."""
+        if not self.multilingual:
+            return "en", 1.0
+        samples = _float_audio(pcm, sample_rate)
+        language, probability, _ = self._model.detect_language(samples, vad_filter=True)
+        return str(language), float(probability)
+
     def _recognise_window(
         self,
         samples: npt.NDArray[np.float32],
