@@ -207,6 +207,12 @@ def test_voices_engines_filters_by_language() -> None:
             "jueves",
         ),
         ("Please call me back tomorrow morning about the invoice.", "en-us", "en", "invoice"),
+        (
+            "Bonjour, je voudrais changer mon rendez-vous de jeudi après-midi.",
+            "fr",
+            "fr",
+            "rendez-vous",
+        ),
     ],
 )
 async def test_an_uploaded_recording_gets_the_language_it_is_in(
