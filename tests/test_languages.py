@@ -1,7 +1,7 @@
 """Calls in other languages (docs/languages.md): agent ``languages`` presets, the brain told the
 caller's language, ``switch_language``, transcript entries' ``language``, the config's checks,
-voices by language, and an uploaded Spanish recording identified as Spanish. The simulated
-network carries text lines; recognition over SIP is in test_languages_sip.py."""
+voices by language, uploaded recordings identified by language, and a Spanish web call. The
+simulated network carries text lines; recognition over SIP is in test_languages_sip.py."""
 
 from __future__ import annotations
 
@@ -272,3 +272,46 @@ def test_the_install_refuses_a_model_that_is_not_the_published_one(tmp_path: Pat
         globals_["TARGET"] = saved[0]
         expected.clear()
         expected.update(saved[1])
+
+
+async def test_a_spanish_caller_in_a_web_call_is_answered_in_spanish(
+    make_app: Any,
+) -> None:
+    import asyncio
+
+    from callplane.speech.synthesis import EspeakSynthesizer
+    from tests.agents_support import create_agent
+    from tests.test_web_calls import _until as web_until
+    from tests.web_call_peer import Peer
+
+    answer = "Claro, una mesa para cuatro personas. ¡Hasta luego!"
+    config = {"prompt": "Reserva mesas.", "language": "es", "agent_speaks_first": False}
+    # The browser's microphone: Spanish at WebRTC's 48 kHz.
+    said = EspeakSynthesizer(voice="es", words_per_minute=120).synthesize(
+        "Quisiera reservar una mesa para cuatro personas el viernes.", 48_000
+    )
+    peer = Peer(bytes(48_000) + said)
+    with StubLLM(replies=[Reply(answer, "end_call")]) as brain:
+        app = await make_app(
+            web_call_connect_seconds=10, llm_base_url=brain.base_url, llm_timeout_seconds=10
+        )
+        org = await make_org(app)
+        try:
+            async with client_for(app) as client:
+                agent = await create_agent(client, org, config)
+                made = await client.post(
+                    "/v1/web_calls",
+                    json={"agent_id": agent["id"], "sdp": await peer.offer()},
+                    headers=org.headers,
+                )
+                assert made.status_code == 201, made.text
+                await peer.accept(made.json()["sdp"])
+                await asyncio.wait_for(peer.opened.wait(), 60)
+                call = await web_until(client, org, made.json()["call_id"], within=90)
+        finally:
+            await peer.close()
+
+    [user] = [e for e in call["transcripts"] if e["role"] == "user"]
+    assert user["language"] == "es" and "mesa" in user["text"].lower(), user
+    replies = [e for e in call["transcripts"] if e["role"] == "assistant" and e["text"]]
+    assert [(e["text"], e["language"]) for e in replies] == [(answer, "es")]
