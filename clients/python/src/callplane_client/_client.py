@@ -10,8 +10,8 @@ import httpx
 from callplane_client import _resources as r
 from callplane_client._agents import Agents
 from callplane_client._campaigns import Campaigns, Suppressions
-from callplane_client._knowledge import KnowledgeBases
 from callplane_client._governance import ApiKeys, AuditLog
+from callplane_client._knowledge import KnowledgeBases
 from callplane_client._transport import AsyncTransport, RetryPolicy, SyncTransport
 from callplane_client._web_calls import WebCalls
 
