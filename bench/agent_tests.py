@@ -6,7 +6,8 @@ In process: the app with its embedded worker (as ``callplane serve`` runs on SQL
 SQLite database, and the tests' stub OpenAI-compatible server (``tests/llm_stub.py``) as agent and
 judge, answering at once: what is measured is callplane's own cost of a run (the worker, the
 turns, the checks, the database), from ``POST /test_runs`` until the run is finished.
-Audio mode is not built yet, so it is not measured.
+Audio mode plays in real time by construction; ``--audio N`` times N audio tests and prints
+the wall time of each beside the test's own spoken length (so the overhead shows).
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ async def main(args: argparse.Namespace) -> None:
                         )
                     ).json()["test_run"]
                 wall, used = time.perf_counter() - started, time.process_time() - cpu
+                if args.audio:
+                    await _audio(client, headers, agent, args.audio)
         finally:
             await lifespan.__aexit__(None, None, None)
     passed = sum(r["passed"] for r in run["results"])
@@ -132,9 +135,49 @@ async def main(args: argparse.Namespace) -> None:
     print(f"  {requests} model requests; load average {load:.2f} on {os.cpu_count()} cores")
 
 
+AUDIO_LINE = "I would like a cleaning on Monday please."
+
+
+async def _audio(client: httpx.AsyncClient, headers: dict[str, str], agent: str, n: int) -> None:
+    """N one-line audio tests, one after another (as an audio run goes): wall time per test
+    against the length of what is said in it (the opening, the caller's line, the two replies
+    the stub gives, at espeak-ng's pace) plus the quiet the caller waits after each reply."""
+    from callplane.engine.agent_audio import REPLY_QUIET_SECONDS
+    from callplane.speech.synthesis import EspeakSynthesizer
+
+    espeak = EspeakSynthesizer()
+    spoken = [CONFIG["first_message"], AUDIO_LINE, "Booking Monday.", "You are booked for Monday."]
+    seconds = sum(len(espeak.synthesize(text, 8000)) / 16000 for text in spoken)
+    seconds += 2 * REPLY_QUIET_SECONDS
+    names = []
+    for number in range(n):
+        body = {"name": f"audio {number}", "turns": [{"user": AUDIO_LINE}], "expect": {}}
+        response = await client.post(f"/v1/agents/{agent}/tests", headers=headers, json=body)
+        assert response.status_code == 201, response.text
+        names.append(body["name"])
+    started = time.perf_counter()
+    response = await client.post(
+        f"/v1/agents/{agent}/test_runs", headers=headers, json={"tests": names, "mode": "audio"}
+    )
+    run = response.json()["test_run"]
+    while run["status"] == "running":
+        await asyncio.sleep(0.2)
+        run = (
+            await client.get(f"/v1/agents/{agent}/test_runs/{run['id']}", headers=headers)
+        ).json()["test_run"]
+    per_test = (time.perf_counter() - started) / n
+    replies = [ms for r in run["results"] for rep in r["runs"] for ms in rep["reply_ms"]]
+    print(
+        f"{n} audio tests ({run['status']}): {per_test:.1f} s a test for {seconds:.1f} s of "
+        f"audio ({per_test / seconds:.2f}x real time, the first one loading the recogniser);"
+        f" reply_ms {replies}"
+    )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=100)
     parser.add_argument("--turns", type=int, default=2)
     parser.add_argument("--judged", type=int, default=25)
+    parser.add_argument("--audio", type=int, default=0, help="also time N audio-mode tests")
     asyncio.run(main(parser.parse_args()))
