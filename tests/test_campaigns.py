@@ -307,11 +307,17 @@ async def test_no_recipients_join_a_finished_campaign(
 async def test_export_lists_every_recipient(app: FastAPI, client: httpx.AsyncClient) -> None:
     org = await org_with_agent(app)
     campaign = await create_campaign(client, org)
-    await add_csv(client, org, campaign["id"], "phone_number,external_id\n+15550003000,x1\n")
+    await add_csv(
+        client,
+        org,
+        campaign["id"],
+        "phone_number,external_id\n+15550003000,x1\n+15550003001,=1+2\n",
+    )
     response = await client.get(f"/v1/campaigns/{campaign['id']}/export", headers=org.headers)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert rows.pop()["external_id"] == "'=1+2"  # never a spreadsheet formula
     assert rows == [
         {
             "phone_number": "+15550003000",
