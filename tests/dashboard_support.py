@@ -22,11 +22,13 @@ class PersonHandle:
     password: str
 
 
-async def make_person(app: FastAPI, org: OrgHandle, email: str | None = None) -> PersonHandle:
+async def make_person(
+    app: FastAPI, org: OrgHandle, email: str | None = None, role: str = "owner"
+) -> PersonHandle:
     email = email or f"person-{secrets.token_hex(4)}@example.com"
     password = secrets.token_urlsafe(12)
     async with runtime_of(app).db.session(write=True) as session:
-        person = await create_user(session, org.id, email, password)
+        person = await create_user(session, org.id, email, password, role)
         await session.commit()
     return PersonHandle(person.id, person.email, password)
 

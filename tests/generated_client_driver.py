@@ -160,6 +160,17 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("delete_agent_test", {"uuid": "$agent_id", "name": "generated"}),
     ("create_replay", {"uuid": RILEY, "body": {"last": 1}}),
     ("get_replay", {"uuid": RILEY, "replay_id": "$replay_id"}),
+    (
+        "put_traffic",
+        {
+            "uuid": "$agent_id",
+            "body": {
+                "splits": [{"branch": "main", "weight": 90}, {"branch": "generated", "weight": 10}]
+            },
+        },
+    ),
+    ("get_traffic", {"uuid": "$agent_id"}),
+    ("delete_traffic", {"uuid": "$agent_id"}),
     ("delete_branch", {"uuid": "$agent_id", "name": "generated"}),
     ("create_number", {"body": {"number": "+14155550177", "agent_id": "$agent_id"}}),
     ("list_numbers", {}),

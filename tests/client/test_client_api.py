@@ -87,8 +87,35 @@ METHODS = {
     "move_branch": "branches.move",
     "merge_branch": "branches.merge",
     "delete_branch": "branches.delete",
+    "create_agent_test": "tests.create",
+    "list_agent_tests": "tests.list",
+    "get_agent_test": "tests.get",
+    "update_agent_test": "tests.update",
+    "delete_agent_test": "tests.delete",
+    "create_test_run": "test_runs.create",
+    "list_test_runs": "test_runs.list",
+    "get_test_run": "test_runs.get",
+    "create_replay": "replays.create",
+    "get_replay": "replays.get",
+    "put_traffic": "traffic.set",
+    "get_traffic": "traffic.get",
+    "delete_traffic": "traffic.delete",
     "create_web_call_token": "web_calls.create_token",
     "create_web_call": "web_calls.create",
+    "create_campaign": "campaigns.create",
+    "list_campaigns": "campaigns.list",
+    "get_campaign": "campaigns.get",
+    "update_campaign": "campaigns.update",
+    "start_campaign": "campaigns.start",
+    "pause_campaign": "campaigns.pause",
+    "resume_campaign": "campaigns.resume",
+    "cancel_campaign": "campaigns.cancel",
+    "add_recipients": "campaigns.add_recipients",
+    "list_recipients": "campaigns.recipients",
+    "export_campaign": "campaigns.export",
+    "create_suppression": "suppressions.create",
+    "list_suppressions": "suppressions.list",
+    "delete_suppression": "suppressions.delete",
     "create_knowledge_base": "knowledge_bases.create",
     "list_knowledge_bases": "knowledge_bases.list",
     "get_knowledge_base": "knowledge_bases.get",
@@ -98,6 +125,10 @@ METHODS = {
     "get_document": "knowledge_bases.get_document",
     "delete_document": "knowledge_bases.delete_document",
     "search_knowledge_base": "knowledge_bases.search",
+    "create_api_key": "api_keys.create",
+    "list_api_keys": "api_keys.list",
+    "delete_api_key": "api_keys.delete",
+    "list_audit_events": "audit_log.list",
 }
 #: Routes a client of the API key does not call: signed URLs are used as they are.
 NOT_CLIENT_ROUTES = {"recording_audio"}
@@ -115,6 +146,10 @@ async def test_every_route_has_a_client_method(client) -> None:
             "records": api.data.records("t"),
             "commits": api.agents.commits("a"),
             "branches": api.agents.branches("a"),
+            "tests": api.agents.tests("a"),
+            "test_runs": api.agents.test_runs("a"),
+            "replays": api.agents.replays("a"),
+            "traffic": api.agents.traffic("a"),
         }
         resource = nested[holder] if holder in nested else getattr(api, holder)
         assert callable(getattr(resource, name)), dotted
@@ -289,6 +324,59 @@ def test_web_call_tokens(server) -> None:
         with pytest.raises(APIError) as refused:
             api.web_calls.create("not an offer", agent.id)
         assert refused.value.status_code == 422
+
+
+def test_campaigns_and_suppressions(server) -> None:
+    url, key = server
+    with Callplane(key, base_url=url) as api:
+        agent = api.agents.create("Renewals")
+        campaign = api.campaigns.create(
+            "Renewals", agent.agent.id, retry={"max_attempts": 2}, pacing={"max_concurrent": 2}
+        )
+        assert campaign.status == "draft" and campaign.counts.total == 0
+        assert campaign.retry["delay_seconds"] == 3600 and campaign.pacing["max_concurrent"] == 2
+        added = api.campaigns.add_recipients(
+            campaign.id, csv="phone_number,first_name\n+15550001000,Ann\nnope,Bob\n"
+        )
+        assert (added.added, added.duplicates) == (1, 0)
+        assert added.rejected[0]["row"] == 2
+        again = api.campaigns.add_recipients(campaign.id, [{"phone_number": "+15550001000"}])
+        assert again.duplicates == 1
+        page = api.campaigns.recipients(campaign.id, status="queued")
+        assert [r.params for r in page] == [{"first_name": "Ann"}]
+        assert api.campaigns.update(campaign.id, name="Renewals 2").name == "Renewals 2"
+        assert [c.id for c in api.campaigns.iter()] == [campaign.id]
+        assert api.campaigns.get(campaign.id).counts.queued == 1
+        assert "+15550001000" in api.campaigns.export(campaign.id)
+        assert api.campaigns.cancel(campaign.id).status == "cancelled"
+        with pytest.raises(APIError) as refused:
+            api.campaigns.start(campaign.id)
+        assert refused.value.status_code == 409
+
+        listed = api.suppressions.create("+1 415 555 0100", reason="asked by email")
+        assert listed.phone_number == "+14155550100"
+        assert [s.reason for s in api.suppressions.list(phone_number="+14155550100")] == [
+            "asked by email"
+        ]
+        with pytest.raises(APIError) as blocked:
+            api.calls.create("+14155550100")
+        assert blocked.value.status_code == 422
+        assert api.suppressions.delete("+14155550100").success is True
+
+
+def test_scoped_keys_and_the_audit_log(server) -> None:
+    url, key = server
+    with Callplane(key, base_url=url) as api:
+        made = api.api_keys.create("reporting", ["calls:read"])
+        assert made.key and made.key.startswith("cp_") and made.scopes == ["calls:read"]
+        assert made.id in [k.id for k in api.api_keys.list().items]
+        with Callplane(made.key, base_url=url) as reader, pytest.raises(APIError) as refused:
+            reader.agents.list()
+        assert refused.value.status_code == 403 and "agents:read" in refused.value.message
+        assert api.api_keys.delete(made.id).success
+        events = api.audit_log.list(action="api_keys.create_api_key").items
+        assert [e.resource_id for e in events] == [str(made.id)]
+        assert len(list(api.audit_log.iter(resource_id=str(made.id)))) == 2
 
 
 def test_custom_data(server) -> None:

@@ -1,9 +1,14 @@
 """Appending to an organization's hash chain, in the transaction of the change it records.
 
-Each event's ``hash`` is SHA-256 over the previous event's hash and the event's canonical JSON
-(sorted keys, no spaces, UTF-8; ``at`` in UTC with microseconds). The chain's head row
-(``audit_heads``) is bumped first: on PostgreSQL the row lock queues concurrent appends of one
-organization until the first one's transaction ends, on SQLite the write lock does, so the chain
+An event's ``hash`` is the SHA-256 (hex) of the text: previous event's hash (hex; 64 zeros before
+the first) + the event's ``seq`` in decimal + its canonical body, a JSON array of
+organization_id, at (UTC, ISO 8601 with microseconds), actor, action, resource_type,
+resource_id, ip and request_id, without spaces, UTF-8 (``body``, ``chain_hash``).
+
+The chain's head row (``audit_heads``: the last seq and hash) moves forward in one statement that
+also computes the new hash in the database, so an append costs two statements: that one, then
+the event's INSERT. On PostgreSQL the head's row lock queues concurrent appends of one
+organization until the first one's transaction ends, on SQLite the write lock does: the chain
 never forks and ``seq`` never skips. Statements run on the driver connection of whichever
 transaction the request used (its session or one of its own, ``http.unit_of_work``).
 """
@@ -11,13 +16,14 @@ transaction the request used (its session or one of its own, ``http.unit_of_work
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.elements import ColumnElement
 
 from callplane.kit.driver import Db, driver_of, fixed_statement
 from callplane.kit.tenancy import owned_by
@@ -43,35 +49,43 @@ class Event:
     request_id: str | None = None
 
 
-def canonical(event: Event, seq: int) -> str:
-    return json.dumps(
-        {
-            "organization_id": event.organization_id,
-            "seq": seq,
-            "at": event.at.astimezone(UTC).isoformat(timespec="microseconds"),
-            "actor": event.actor,
-            "action": event.action,
-            "resource_type": event.resource_type,
-            "resource_id": event.resource_id,
-            "ip": event.ip,
-            "request_id": event.request_id,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
+def body(event: Event) -> str:
+    return orjson.dumps(
+        [
+            event.organization_id,
+            event.at.astimezone(UTC).isoformat(timespec="microseconds"),
+            event.actor,
+            event.action,
+            event.resource_type,
+            event.resource_id,
+            event.ip,
+            event.request_id,
+        ]
+    ).decode()
 
 
 def chain_hash(previous: str, event: Event, seq: int) -> str:
-    return hashlib.sha256((previous + canonical(event, seq)).encode()).hexdigest()
+    """What the database computes on append, recomputed (``audit.verify``)."""
+    return hashlib.sha256(f"{previous}{seq}{body(event)}".encode()).hexdigest()
 
 
-def _bump() -> sa.ClauseElement:
+def _sha256_hex(text: ColumnElement[Any], dialect_name: str) -> ColumnElement[Any]:
+    if dialect_name == "postgresql":
+        return sa.func.encode(sa.func.sha256(sa.func.convert_to(text, "UTF8")), "hex")
+    return sa.func.callplane_sha256(text)  # kit.sqlite_functions
+
+
+def _advance(dialect_name: str) -> sa.ClauseElement:
+    """Move the head one event on: its new seq and hash (the old hash, the new seq, the body)."""
     heads = _HEADS
+    following = heads.c.seq + 1
+    text = heads.c.hash.concat(sa.cast(following, sa.Text)).concat(
+        sa.bindparam("body", type_=sa.Text)
+    )
     return (
         sa.update(heads)
         .where(owned_by(heads, _org))
-        .values(seq=heads.c.seq + 1)
+        .values(seq=following, hash=_sha256_hex(text, dialect_name))
         .returning(heads.c.seq, heads.c.hash)
     )
 
@@ -86,32 +100,23 @@ def _start(dialect_name: str) -> sa.ClauseElement:
 
 
 def _record() -> sa.ClauseElement:
-    return sa.insert(_EVENTS).values(
-        {column.name: sa.bindparam(column.name) for column in _EVENTS.c}
-    )
-
-
-def _seal() -> sa.ClauseElement:
-    heads = _HEADS
-    return sa.update(heads).where(owned_by(heads, _org)).values(hash=sa.bindparam("new_hash"))
+    return sa.insert(_EVENTS).values({c.name: sa.bindparam(c.name) for c in _EVENTS.c})
 
 
 async def append(db: Db, event: Event) -> int:
     """Append ``event`` to its organization's chain in ``db``'s transaction; its ``seq``."""
     driver = await driver_of(db)
     dialect = driver.dialect
-    org = {"organization_id": event.organization_id}
-    bump = fixed_statement("audit.bump", dialect, _bump)
-    head = await driver.fetchone(bump, org)
+    name = dialect.name
+    values = {"organization_id": event.organization_id, "body": body(event)}
+    advance = fixed_statement(f"audit.advance.{name}", dialect, lambda: _advance(name))
+    head = await driver.fetchone(advance, values)
     if head is None:  # the organization's first event
-        name = dialect.name
-        await driver.scalar(
-            fixed_statement(f"audit.start.{name}", dialect, lambda: _start(name)), org
-        )
-        head = await driver.fetchone(bump, org)
+        start = fixed_statement(f"audit.start.{name}", dialect, lambda: _start(name))
+        await driver.scalar(start, values)
+        head = await driver.fetchone(advance, values)
         assert head is not None
     seq: int = head["seq"]
-    digest = chain_hash(head["hash"], event, seq)
     row: dict[str, Any] = {
         "organization_id": event.organization_id,
         "seq": seq,
@@ -122,8 +127,7 @@ async def append(db: Db, event: Event) -> int:
         "resource_id": event.resource_id,
         "ip": event.ip,
         "request_id": event.request_id,
-        "hash": digest,
+        "hash": head["hash"],
     }
     await driver.scalar(fixed_statement("audit.record", dialect, _record), row)
-    await driver.scalar(fixed_statement("audit.seal", dialect, _seal), {**org, "new_hash": digest})
     return seq

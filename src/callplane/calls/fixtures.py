@@ -113,6 +113,7 @@ _CALL_COLUMNS = (
     "summary",
     "keyterms",
     "first_message",
+    "simulate",
     "worker_id",
     "lease_expires_at",
     "event_sequence",
@@ -330,6 +331,7 @@ def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
                 item.summary,
                 json(item.keyterms),
                 item.first_message,
+                None,  # a loaded call is history: it is never dialled
                 None,
                 None,
                 0,

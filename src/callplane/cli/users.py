@@ -1,4 +1,4 @@
-"""``callplane users create --org ID EMAIL [--json] [--password-stdin]`` (DESIGN §2, §13)."""
+"""``callplane users create --org ID EMAIL [--role ROLE] [--json] [--password-stdin]``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,14 @@ users_app = typer.Typer(help="People who sign in to the dashboard.", no_args_is_
 def users_create(
     email: str,
     org: Annotated[int, typer.Option("--org", help="Organization id")],
+    role: Annotated[
+        str | None,
+        typer.Option(
+            "--role",
+            help="owner, admin, member or viewer (default: owner for the organization's first "
+            "person, member after)",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     password_stdin: Annotated[
         bool,
@@ -33,14 +41,15 @@ def users_create(
     password = sys.stdin.readline().rstrip("\r\n") if password_stdin else generate_password()
 
     async def work(session: AsyncSession, _settings: Settings) -> dict[str, Any]:
-        person = await create_user(session, org, email, password)
-        return {"id": person.id, "email": person.email, "password": password}
+        person = await create_user(session, org, email, password, role)
+        return {"id": person.id, "email": person.email, "password": password, "role": person.role}
 
     result = in_transaction(work)
+    role_given = result.pop("role")
     if as_json:
-        print_json(result)
+        print_json(result)  # exactly these three keys: a contract of the command
     else:
         typer.echo(
-            f"person {result['id']} ({result['email']}) in organization {org}\n"
+            f"person {result['id']} ({result['email']}, {role_given}) in organization {org}\n"
             f"password: {result['password']}"
         )

@@ -12,7 +12,7 @@ from callplane.dashboard.routing import CurrentPerson, dashboard_router
 from callplane.http.deps import SessionDep
 from callplane.orgs.service import issue_key, list_keys, revoke_key
 
-router = dashboard_router()
+router = dashboard_router(area="keys")
 NAME_MAX = 255
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from callplane.audit.requests import attribute
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import (
@@ -18,7 +19,7 @@ from callplane.errors import InvalidInput, RateLimited
 from callplane.http.deps import SessionDep
 from callplane.users.service import authenticate, change_password, end_sessions
 
-router = dashboard_router()
+router = dashboard_router(area="self")
 
 
 def _safe_next(request: Request, target: str | None) -> str:
@@ -72,6 +73,7 @@ async def sign_in(request: Request, session: SessionDep) -> Response:
             email=email,
             error="The email or password is not right.",
         )
+    attribute(request.scope, person.organization_id, f"user:{person.email}")
     # A new token on sign-in: a token planted before sign-in is worth nothing after it.
     visit_of(request).replace(
         SessionState(new_state().csrf, person.organization_id, person.id, person.session_version)

@@ -21,6 +21,7 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from callplane.audit.requests import attribute, open_event
 from callplane.dashboard.rendering import render
 from callplane.dashboard.sessions import (
     COOKIE,
@@ -31,9 +32,10 @@ from callplane.dashboard.sessions import (
     csrf_matches,
     new_state,
 )
-from callplane.errors import CallplaneError, PayloadTooLarge, RateLimited
+from callplane.errors import CallplaneError, Forbidden, PayloadTooLarge, RateLimited
 from callplane.http.deps import UNIT_OF_WORK, SessionDep, end_unit_of_work
 from callplane.runtime import Runtime
+from callplane.users.roles import may
 from callplane.users.service import Person, get_person
 
 log = logging.getLogger("callplane.dashboard")
@@ -103,6 +105,7 @@ def _sign_in_redirect(request: Request) -> Response:
 _TITLES = {
     413: "Too large",
     404: "Not found",
+    403: "Not allowed",
     409: "Conflict",
     422: "Invalid input",
     429: "Too many attempts",
@@ -110,10 +113,22 @@ _TITLES = {
 
 
 class DashboardRoute(APIRoute):
+    #: which part of the dashboard its pages are, for the roles (``users.roles``)
+    area = "general"
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        # Every change through the dashboard is an audit event, as through the API.
+        changes = not (self.methods or set()) <= {"GET", "HEAD"}
+        self.audit_action = f"dashboard.{endpoint.__name__}" if changes else None
+        self.audit_resource_type = endpoint.__module__.rsplit(".", 1)[-1]
+
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        route = self
 
         async def handle(request: Request) -> Response:
+            open_event(request, route.audit_action, route.audit_resource_type)
             runtime = runtime_of(request)
             codec = request.app.state.dashboard.codec
             state = await codec.read(runtime.db, request.cookies.get(COOKIE))
@@ -162,8 +177,13 @@ class DashboardRoute(APIRoute):
         return handle
 
 
-def dashboard_router() -> APIRouter:
-    return APIRouter(route_class=DashboardRoute)
+def dashboard_router(area: str = "general") -> APIRouter:
+    """A router of dashboard pages in ``area`` (``users.roles``: ``keys``, ``users``, ``audit``,
+    ``self`` for a person's own account, ``general`` for the rest)."""
+    if area == "general":
+        return APIRouter(route_class=DashboardRoute)
+    in_area = type(f"{area.title()}DashboardRoute", (DashboardRoute,), {"area": area})
+    return APIRouter(route_class=in_area)
 
 
 async def current_person(request: Request, session: SessionDep) -> Person:
@@ -178,6 +198,10 @@ async def current_person(request: Request, session: SessionDep) -> Person:
             visit.replace(new_state())
     if person is None:
         raise SignInRequired
+    area: str = getattr(request.scope.get("route"), "area", "general")
+    if not may(person.role, area, request.method):
+        raise Forbidden(f"Your role ({person.role}) does not allow this.")
+    attribute(request.scope, person.organization_id, f"user:{person.email}")
     request.state.person = person
     return person
 

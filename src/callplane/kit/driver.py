@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from callplane.kit import jsonvalues, wiretext
+from callplane.kit import jsonvalues, sqlite_functions, wiretext
 from callplane.kit.sqlite_inline import InlineConnection, begin_immediate, released
 
 _Processor = Callable[[Any], Any] | None
@@ -343,6 +343,7 @@ class SqlitePool:
 
     def _open(self) -> _Sqlite:
         conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        sqlite_functions.install(conn)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")

@@ -10,11 +10,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.errors import Conflict, InvalidInput
-from callplane.kit.tenancy import across_organizations
+from callplane.kit.tenancy import across_organizations, owned_by
 from callplane.models.base import utcnow
 from callplane.models.users import EMAIL_MAX_LENGTH, User
 from callplane.orgs.service import get_organization
 from callplane.users.passwords import check_strength, hash_password, verify_password
+from callplane.users.roles import check_role
 
 # Deliberately loose: one @, something on both sides, a dot in the domain, no spaces. The
 # address is only a sign-in name here; nothing is ever sent to it.
@@ -29,10 +30,11 @@ class Person:
     organization_id: int
     email: str
     session_version: int
+    role: str = "owner"
 
 
 def _person(user: User) -> Person:
-    return Person(user.id, user.organization_id, user.email, user.session_version)
+    return Person(user.id, user.organization_id, user.email, user.session_version, user.role)
 
 
 def normalize_email(value: str) -> str:
@@ -43,16 +45,28 @@ def normalize_email(value: str) -> str:
 
 
 async def create_user(
-    session: AsyncSession, organization_id: int, email: str, password: str
+    session: AsyncSession,
+    organization_id: int,
+    email: str,
+    password: str,
+    role: str | None = None,
 ) -> Person:
+    """A new person; without ``role``, the organization's first person is its owner and every
+    later one a member."""
     await get_organization(session, organization_id)
     email = normalize_email(email)
     check_strength(password)
+    if role is None:
+        anyone = await session.scalar(
+            select(User.id).where(owned_by(User, organization_id)).limit(1)
+        )
+        role = "owner" if anyone is None else "member"
     user = User(
         organization_id=organization_id,
         email=email,
         password_hash=await hash_password(password),
         session_version=0,
+        role=check_role(role),
     )
     try:
         async with session.begin_nested():
