@@ -92,6 +92,7 @@ async def test_expired_calls_lose_recording_and_transcript_once(app, client, dat
     assert after["status"] == "completed"  # the call itself stays
     assert after["recording_presigned_url"] is None
     assert after["transcripts"] == [] and after["summary"] is None
+    assert after["transcript_deleted_at"] is not None and before["transcript_deleted_at"] is None
     assert (await _row(app, org, old)).transcript_deleted_at is not None
     with pytest.raises(StorageError):
         await runtime_of(app).storage.size(recording_key)
