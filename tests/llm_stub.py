@@ -12,6 +12,8 @@ the test's event loop). The callplane client talks real HTTP to it.
   analyzer instructions; ``default_analysis`` once they run out).
 - Whole requests of an agent test's judge get the next of ``verdicts`` (a pass once they run
   out); those of its caller persona the next of ``caller_lines`` ("[hang up]" once they run out).
+- A whole request offering tools gets a call of the first one (``tool_calling=False``: text).
+- ``GET /v1/models`` lists ``model`` (how ``callplane serve`` finds a server on this machine).
 - ``mode="error"`` answers 500 to everything; ``mode="hang"`` answers nothing until stopped.
 - ``busy_first=n``: the first ``n`` streamed requests are answered 503 (a server's blip).
 
@@ -58,10 +60,15 @@ class StubLLM:
         words_per_chunk: int = 3,
         chunk_seconds: float = 0.0,
         after_tool: Sequence[Reply | str] = ("Done.",),
+        busy_first: int = 0,
         verdicts: Sequence[str] = (),
         caller_lines: Sequence[str] = (),
-        busy_first: int = 0,
+        model: str = "stub-model",
+        tool_calling: bool = True,
     ) -> None:
+        #: What ``GET /v1/models`` lists, and whether a whole request with tools calls one.
+        self.model = model
+        self.tool_calling = tool_calling
         self.verdicts = list(verdicts)
         self.caller_lines = list(caller_lines)
         self.replies = [r if isinstance(r, Reply) else Reply(r) for r in replies]
@@ -197,10 +204,29 @@ def _handler_for(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
                 return
             if body.get("stream"):
                 self._stream(stub._reply_for(messages))
+            elif body.get("tools") and stub.tool_calling:
+                # A whole request offering tools (``callplane doctor``'s check): the first one
+                # is called, as a model that can call tools would.
+                function = body["tools"][0]["function"]
+                call = {
+                    "id": "call_stub",
+                    "type": "function",
+                    "function": {"name": function["name"], "arguments": '{"order": "42"}'},
+                }
+                message = {"role": "assistant", "content": None, "tool_calls": [call]}
+                self._send_json(200, {"choices": [{"index": 0, "message": message}]})
             else:
                 answer = stub._answer_for(messages)
                 message = {"role": "assistant", "content": answer}
                 self._send_json(200, {"choices": [{"index": 0, "message": message}]})
+
+        def do_GET(self) -> None:  # noqa: N802
+            # What a server on this machine answers when callplane looks for one.
+            if self.path.rstrip("/").endswith("/v1/models"):
+                models = [{"id": stub.model, "object": "model"}]
+                self._send_json(200, {"object": "list", "data": models})
+            else:
+                self._send_json(404, {"error": {"message": "not found"}})
 
         def _send_json(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()

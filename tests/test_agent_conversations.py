@@ -81,7 +81,7 @@ async def test_a_turn_uses_the_rendered_prompt_and_end_call_phrases(app, client,
         sent["messages"][0]["content"] == "You are Riley at Bright Smiles. The caller is a patient."
     )
     # The same definitions a call offers (one registry): the configured tools, then end_call.
-    assert [t["function"]["name"] for t in sent["tools"]] == ["lookup_order", "end_call"]
+    assert [t["function"]["name"] for t in sent["tools"]] == ["lookup_order", "end_call", "opt_out"]
 
 
 async def test_tools_are_mocked_and_end_call_ends(app, client, llm):

@@ -229,3 +229,82 @@ async def test_past_end_at_the_waiting_recipients_expire(make_app: AppFactory) -
         done = await _until(client, org, cid, lambda c: c["status"] == "completed")
         # One call a minute: the first is made, the others wait until end_at passes.
         assert done["counts"]["completed"] == 1 and done["counts"]["expired"] == 3
+
+
+async def test_a_person_who_says_stop_calling_is_listed_and_opted_out(
+    make_app: AppFactory,
+) -> None:
+    app = await engine_app(
+        make_app, simulated_call_seconds=5, simulated_script=["Please stop calling me."]
+    )
+    org = await org_with_agent(app)
+    async with client_for(app) as client:
+        agent = await client.post(
+            "/v1/agents",
+            json={"name": "Renewals", "config": {"first_message": "Hi, this is Bright Smiles."}},
+            headers=org.headers,
+        )
+        assert agent.status_code == 201, agent.text
+        campaign = await create_campaign(
+            client, org, agent=agent.json()["agent"]["id"], schedule=open_schedule()
+        )
+        cid = campaign["id"]
+        await client.post(
+            f"/v1/campaigns/{cid}/recipients",
+            json={"recipients": [{"phone_number": PERSON}]},
+            headers=org.headers,
+        )
+        await client.post(f"/v1/campaigns/{cid}/start", headers=org.headers)
+        done = await _until(client, org, cid, lambda c: c["status"] == "completed")
+        assert done["counts"]["opted_out"] == 1
+        person = (await _recipients(client, org, cid))[PERSON]
+        assert person["status"] == "opted_out"
+        call_id = person["call_ids"][0]
+        listed = (
+            await client.get(f"/v1/suppressions?phone_number={PERSON}", headers=org.headers)
+        ).json()["suppressions"]
+        assert [s["reason"] for s in listed] == [f"asked during call {call_id}"]
+        call = (await client.get(f"/v1/calls/{call_id}", headers=org.headers)).json()["call"]
+        assert call["status"] == "completed"  # the campaign was done only once the call was
+        lines = [(t["role"], t["text"]) for t in call["transcripts"] if "text" in t]
+        assert ("user", "Please stop calling me.") in lines
+        assert lines[-1] == ("assistant", "Understood. We won't call you again. Goodbye.")
+        ended = [e for e in await events_of(client, org, call_id) if e["type"] == "call.ended"]
+        assert ended[0]["data"]["reason"] == "the person asked not to be called again"
+        # Listed now: a plain call to the number is refused too.
+        refused = await client.post("/v1/calls", json={"to_number": PERSON}, headers=org.headers)
+        assert refused.status_code == 422
+
+
+async def test_the_inbound_reserve_is_never_used_by_a_campaign(make_app: AppFactory) -> None:
+    app = await engine_app(
+        make_app, worker_concurrency=3, inbound_reserve=2, simulated_call_seconds=0.5
+    )
+    org = await org_with_agent(app)
+    async with client_for(app) as client:
+        campaign = await create_campaign(
+            client,
+            org,
+            schedule=open_schedule(),
+            pacing={"max_concurrent": 5, "calls_per_minute": 6000},
+        )
+        cid = campaign["id"]
+        numbers = [f"+1555000{n}" for n in range(1500, 1504)]
+        await client.post(
+            f"/v1/campaigns/{cid}/recipients",
+            json={"recipients": [{"phone_number": n} for n in numbers]},
+            headers=org.headers,
+        )
+        await client.post(f"/v1/campaigns/{cid}/start", headers=org.headers)
+        await _until(client, org, cid, lambda c: c["status"] == "completed")
+        people = await _recipients(client, org, cid)
+        spans = []
+        for person in people.values():
+            events = await events_of(client, org, person["call_ids"][0])
+            at = {e["type"]: _at(e["at"]) for e in events}
+            spans.append((at["call.dialing"], at["call.ended"]))
+    # One slot of three for the campaign: its calls never overlapped.
+    spans.sort()
+    assert all(
+        earlier[1] <= later[0] for earlier, later in zip(spans[:-1], spans[1:], strict=True)
+    ), spans

@@ -117,7 +117,7 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
         ("assistant", "Let me check Friday. Friday at nine is free."),
         ("assistant", "find_slot"),
         ("user", SCRIPT[2]),
-        ("tool", '{"error":"there is no tool \'find_slot\'; tools: end_call"}'),
+        ("tool", '{"error":"there is no tool \'find_slot\'; tools: end_call, opt_out"}'),
         ("assistant", "You're welcome, goodbye!"),
         ("assistant", "end_call"),
         ("tool", '{"ended":true}'),

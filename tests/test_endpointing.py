@@ -65,6 +65,18 @@ def test_the_waits_of_both_modes() -> None:
     assert Endpointing(complete_ms=100).pause_ms == 100
 
 
+def test_model_mode_ends_a_turn_only_when_voice_and_words_agree() -> None:
+    model = Endpointing(mode="model")
+    assert model.wait_ms("Thank you.", 0.93) == 200
+    # The voice goes on: a finished-looking sentence waits as long as an unfinished one.
+    assert model.wait_ms("That works for me.", 0.2) == 800
+    assert model.wait_ms("My number is 415", 0.1) == 600
+    # A finished-sounding voice does not end a sentence whose last word cannot end one.
+    assert model.wait_ms("I'd like to", 0.9) == 800
+    # Without the model's verdict (not installed, or it failed) the words alone decide.
+    assert [model.wait_ms(t) for t in ("Thank you.", "415", "I'd like to")] == [200, 600, 800]
+
+
 class PausingCaller(Connection):
     """Speech sent as fast as it is read; pauses as nothing sent, for as long as they last.
     After the last part the line stays open (silent) until the test has heard the last turn:
@@ -138,8 +150,8 @@ async def test_a_caller_who_pauses_mid_sentence_is_not_cut_off() -> None:
     assert len(silence) == 2, silence
 
 
-async def test_a_finished_sentence_ends_the_turn_in_both_modes() -> None:
+async def test_a_finished_sentence_ends_the_turn_in_every_mode() -> None:
     parts: list[bytes | float] = [_said("I would like to book a cleaning, please."), 1.0]
-    for mode in ("smart", "silence"):
+    for mode in ("model", "smart", "silence"):
         [said] = await _turns(parts, Endpointing(mode=mode))  # type: ignore[arg-type]
         assert "please" in said.lower()

@@ -6,6 +6,7 @@ it costs no database."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import callplane
@@ -189,7 +190,6 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("http", "observability", "jobs"),
     ("call_tags", "contacts", "custom_data", "recordings", "voices", "webhooks", "server"),
     ("knowledge",),
-    ("knowledge",),
     ("external_calls", "tools", "migrations"),
     ("agents",),
     ("campaigns", "agent_tests"),
@@ -217,6 +217,9 @@ UPWARD = {
     # A merge asks the agent's tests whether it may go ahead (the merge gate): the one arrow from
     # agents into the tests that are built on agents.
     ("callplane.agents.branches", "callplane.agent_tests.gate"),
+    # The opt_out tool puts the caller's number on the do-not-call list, whose rules are the
+    # campaigns' (it is their list first).
+    ("callplane.tools.opt_out", "callplane.campaigns.donotcall"),
     # An API key is resolved to its organization by the organizations' service.
     ("callplane.http.auth", "callplane.orgs.service"),
 }
@@ -251,3 +254,15 @@ def test_imports_run_down_the_floors() -> None:
         and (module, target) not in UPWARD
     )
     assert upward == [], "import from a lower floor, or name the arrow in UPWARD with why"
+
+
+def test_the_map_in_the_docs_draws_these_floors() -> None:
+    """docs/development.md's map of the house is FLOORS, top floor first."""
+    page = (Path(__file__).parents[1] / "docs" / "development.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| ((?:`[\w.]+/?`(?:, )?)+) \|", page, re.MULTILINE)
+    drawn = {
+        int(floor): sorted(name.strip("`/").removesuffix(".py") for name in cells.split(", "))
+        for floor, cells in rows
+    }
+    pinned = {level: sorted(units) for level, units in enumerate(FLOORS, 1)}
+    assert drawn == pinned, "update the map in docs/development.md"

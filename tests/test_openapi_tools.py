@@ -86,10 +86,11 @@ def test_generated_client_covers_and_parses_every_operation(
     with live_server(database_url, tmp_path, **engine) as server:
         document = httpx.get(f"{server.url}/v1/openapi.json", timeout=60).json()
         (tmp_path / "openapi.json").write_text(json.dumps(document))
-        # Audio is bytes to the generator; no formatter runs on the generated code.
+        # Audio and documents are bytes to the generator; no formatter runs on the generated code.
         audio = ["audio/*", "audio/wav", "audio/mpeg", "audio/ogg", "audio/flac"]
+        documents = ["text/plain", "text/markdown", "text/html", "application/pdf"]
         config = {
-            "content_type_overrides": dict.fromkeys(audio, "application/octet-stream"),
+            "content_type_overrides": dict.fromkeys(audio + documents, "application/octet-stream"),
             "post_hooks": [],
         }
         (tmp_path / "config.json").write_text(json.dumps(config))

@@ -5,13 +5,16 @@ is what the server prints (``tests/readme_tour.py`` reads the markup)."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
+from callplane.brain.discovery import discover
 from tests import readme_tour
 from tests.conftest import BACKEND
 from tests.live_server import live_server, seed_org
@@ -44,23 +47,33 @@ def _settled(url: str, headers: dict[str, str]) -> None:
     raise AssertionError("the demo's calls did not end")
 
 
+def _found(brain: StubLLM) -> dict[str, str]:
+    """The brain's settings as `serve` sets them when it finds a server on this machine."""
+    found = discover([urlsplit(brain.base_url).port or 0])
+    assert found is not None and found.base_url == brain.base_url
+    return {"llm_base_url": found.base_url, "llm_model": found.model}
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(BACKEND != "sqlite", reason="make run serves SQLite")
 def test_the_readme_tour_prints_what_it_documents(database_url: str, tmp_path: Path) -> None:
     tour = readme_tour.steps(README.read_text())
     org = seed_org(database_url, tmp_path)
     settings = {"worker": "embedded", "webhook_allow_loopback": True, "signing_key": None}
-    # The knowledge section asks an agent in a text turn: the one stand-in, a stub brain.
+    # The knowledge section and "Give the agent a brain" ask an agent in text turns: the one
+    # stand-in, a stub brain, found running on this machine as `serve` finds one.
     brain = StubLLM(after_tool=["Worn shoes cannot be returned, but we can repair them."])
     with (
         brain,
-        live_server(database_url, tmp_path, llm_base_url=brain.base_url, **settings) as server,
+        live_server(database_url, tmp_path, **settings, **_found(brain)) as server,
     ):
         _settled(server.url, org.headers)
         marker = f"@@tour-{uuid.uuid4().hex}"
         text = readme_tour.script(tour, marker)
         text = text.replace(DOCUMENTED_KEY, f"export KEY={org.api_key}")
         text = text.replace(DOCUMENTED_URL, server.url)
+        # The tour runs elsewhere than the checkout: the CLI is this environment's.
+        text = text.replace(".venv/bin/callplane", str(Path(sys.executable).parent / "callplane"))
         ran = subprocess.run(
             ["bash", "-c", text],
             cwd=tmp_path,

@@ -58,4 +58,4 @@ def test_a_new_kind_is_its_module_and_one_registry_line(monkeypatch: pytest.Monk
     with pytest.raises(ValidationError):
         accepted.validate_python({"type": "send_sms", "sender": "x", "extra": 1})
     box = Toolbox.from_configs([{"type": "send_sms", "sender": "+15550100"}])
-    assert list(box.tools) == ["send_sms", "end_call"]
+    assert list(box.tools) == ["send_sms", "end_call", "opt_out"]

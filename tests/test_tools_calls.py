@@ -135,7 +135,12 @@ async def test_a_function_tool_is_a_signed_post_whose_answer_and_cart_reach_the_
     assert "Your order has shipped." in [e.get("text") for e in call["transcripts"]]
     assert call["cart"] == CART
     offered = brain.streamed_requests()[0]["tools"]
-    assert [t["function"]["name"] for t in offered] == ["lookup_order", "send_dtmf", "end_call"]
+    assert [t["function"]["name"] for t in offered] == [
+        "lookup_order",
+        "send_dtmf",
+        "end_call",
+        "opt_out",
+    ]
     # The brain read both answers back, each under its own call id.
     after = brain.streamed_requests()[1]["messages"]
     answered = [m["tool_call_id"] for m in after if m["role"] == "tool"]

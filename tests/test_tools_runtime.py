@@ -93,7 +93,7 @@ async def test_the_brain_sees_the_tools_as_functions_end_call_always_among_them(
     call = conversation(brain, Lookup({"type": "lookup", "name": "find_order"}))
     call.says("Hi")
     await finish(call, 2)
-    assert brain.offered == [["find_order", "end_call"]]
+    assert brain.offered == [["find_order", "end_call", "opt_out"]]
 
 
 def test_a_spec_tools_become_the_registry_tools_and_the_registry_keys_are_design_s() -> None:
@@ -106,6 +106,7 @@ def test_a_spec_tools_become_the_registry_tools_and_the_registry_keys_are_design
         "insert_record",
         "function",
         "knowledge_search",
+        "opt_out",
     }
     spec = AgentSpec(
         tools=(
@@ -115,7 +116,7 @@ def test_a_spec_tools_become_the_registry_tools_and_the_registry_keys_are_design
         )
     )
     box = Toolbox.from_configs(spec.tools)
-    assert list(box.tools) == ["send_dtmf", "lookup", "end_call"]
+    assert list(box.tools) == ["send_dtmf", "lookup", "end_call", "opt_out"]
     [definition] = [d for d in box.definitions() if d["function"]["name"] == "send_dtmf"]
     assert definition["type"] == "function"
     assert definition["function"]["parameters"]["required"] == ["digits"]
@@ -315,7 +316,7 @@ def test_a_tool_whose_parameters_are_no_schema_is_left_out_not_the_call() -> Non
             {"type": "function", "name": "good", "url": "https://x.test", "parameters": {}},
         ]
     )
-    assert list(box.tools) == ["good", "end_call"]
+    assert list(box.tools) == ["good", "end_call", "opt_out"]
 
 
 def test_contact_data_reads_the_other_party_never_our_own_number() -> None:

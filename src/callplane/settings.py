@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout_seconds: float = 20.0
+    #: Without a base URL, ``serve`` and ``doctor`` look for an OpenAI-compatible server on these
+    #: local ports (Ollama, llama.cpp's server, LM Studio); empty: never look.
+    llm_discover_ports: str = "11434,8080,1234"
     #: Judges agent tests' criteria and plays their callers; unset: the brain's model.
     judge_model: str | None = None
     # Speech recognition (callplane[speech]): a CTranslate2 Whisper directory; unset uses the
@@ -91,7 +94,7 @@ class Settings(BaseSettings):
     #: Piper processes per Piper voice in use (each on one thread): a second lets a caller's
     #: first words be made while another call's sentence is (docs/voices.md).
     piper_processes: int = Field(default=1, ge=1, le=8)
-    endpointing: Literal["smart", "silence"] = "smart"
+    endpointing: Literal["model", "smart", "silence"] = "smart"
     end_of_turn_ms_complete: int = Field(default=200, ge=100, le=5000)
     end_of_turn_ms_incomplete: int = Field(default=800, ge=100, le=5000)
     end_of_turn_ms_number: int = Field(default=600, ge=100, le=5000)
@@ -139,6 +142,18 @@ class Settings(BaseSettings):
         if not delays or any(d < 0 for d in delays) or delays != sorted(delays):
             raise ValueError("must be non-negative seconds in increasing order")
         return value
+
+    @field_validator("llm_discover_ports")
+    @classmethod
+    def _ports(cls, value: str) -> str:
+        parts = [part.strip() for part in value.split(",") if part.strip()]
+        if not all(part.isdigit() and 0 < int(part) < 65536 for part in parts):
+            raise ValueError("must be port numbers separated by commas")
+        return ",".join(parts)
+
+    @property
+    def llm_ports(self) -> list[int]:
+        return [int(part) for part in self.llm_discover_ports.split(",") if part]
 
     @property
     def webhook_retry_delays(self) -> list[float]:

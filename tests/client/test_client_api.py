@@ -87,8 +87,44 @@ METHODS = {
     "move_branch": "branches.move",
     "merge_branch": "branches.merge",
     "delete_branch": "branches.delete",
+    "create_agent_test": "tests.create",
+    "list_agent_tests": "tests.list",
+    "get_agent_test": "tests.get",
+    "update_agent_test": "tests.update",
+    "delete_agent_test": "tests.delete",
+    "create_test_run": "test_runs.create",
+    "list_test_runs": "test_runs.list",
+    "get_test_run": "test_runs.get",
+    "create_replay": "replays.create",
+    "get_replay": "replays.get",
+    "put_traffic": "traffic.set",
+    "get_traffic": "traffic.get",
+    "delete_traffic": "traffic.delete",
     "create_web_call_token": "web_calls.create_token",
     "create_web_call": "web_calls.create",
+    "create_campaign": "campaigns.create",
+    "list_campaigns": "campaigns.list",
+    "get_campaign": "campaigns.get",
+    "update_campaign": "campaigns.update",
+    "start_campaign": "campaigns.start",
+    "pause_campaign": "campaigns.pause",
+    "resume_campaign": "campaigns.resume",
+    "cancel_campaign": "campaigns.cancel",
+    "add_recipients": "campaigns.add_recipients",
+    "list_recipients": "campaigns.recipients",
+    "export_campaign": "campaigns.export",
+    "create_suppression": "suppressions.create",
+    "list_suppressions": "suppressions.list",
+    "delete_suppression": "suppressions.delete",
+    "create_knowledge_base": "knowledge_bases.create",
+    "list_knowledge_bases": "knowledge_bases.list",
+    "get_knowledge_base": "knowledge_bases.get",
+    "delete_knowledge_base": "knowledge_bases.delete",
+    "add_document": "knowledge_bases.add_document",
+    "list_documents": "knowledge_bases.documents",
+    "get_document": "knowledge_bases.get_document",
+    "delete_document": "knowledge_bases.delete_document",
+    "search_knowledge_base": "knowledge_bases.search",
     "create_api_key": "api_keys.create",
     "list_api_keys": "api_keys.list",
     "delete_api_key": "api_keys.delete",
@@ -110,6 +146,10 @@ async def test_every_route_has_a_client_method(client) -> None:
             "records": api.data.records("t"),
             "commits": api.agents.commits("a"),
             "branches": api.agents.branches("a"),
+            "tests": api.agents.tests("a"),
+            "test_runs": api.agents.test_runs("a"),
+            "replays": api.agents.replays("a"),
+            "traffic": api.agents.traffic("a"),
         }
         resource = nested[holder] if holder in nested else getattr(api, holder)
         assert callable(getattr(resource, name)), dotted
@@ -251,6 +291,30 @@ def test_agents_commits_branches_diff_and_numbers(server) -> None:
         assert agent.id not in [a.id for a in api.agents.iter()]
 
 
+def test_knowledge_bases(server) -> None:
+    url, key = server
+    with Callplane(key, base_url=url) as api:
+        base = api.knowledge_bases.create("Shop", language="en")
+        assert base.language == "en" and base.document_count == 0
+        markdown = "# Returns\n\n## Shoes\nWorn shoes are repaired, never refunded."
+        document = api.knowledge_bases.add_document(base.id, markdown, "text/markdown")
+        assert document.title == "Returns" and document.chunk_count == 1
+        noted = api.knowledge_bases.add_text(base.id, "Orchids want water weekly.", title="Garden")
+        assert [d.id for d in api.knowledge_bases.documents(base.id)] == [noted.id, document.id]
+        assert api.knowledge_bases.get_document(base.id, noted.id).title == "Garden"
+        [found] = api.knowledge_bases.search(base.id, "refund shoes", top_k=1)
+        assert found.title == "Returns › Shoes" and found.document_id == document.id
+        assert found.score > 0
+        assert api.knowledge_bases.get(base.id).document_count == 2
+        assert [b.id for b in api.knowledge_bases.iter()] == [base.id]
+        assert api.knowledge_bases.delete_document(base.id, document.id).success
+        assert api.knowledge_bases.search(base.id, "shoes") == []
+        assert api.knowledge_bases.delete(base.id).success
+        with pytest.raises(APIError) as missing:
+            api.knowledge_bases.get(base.id)
+        assert missing.value.status_code == 404
+
+
 def test_web_call_tokens(server) -> None:
     url, key = server
     with Callplane(key, base_url=url) as api:
@@ -260,6 +324,44 @@ def test_web_call_tokens(server) -> None:
         with pytest.raises(APIError) as refused:
             api.web_calls.create("not an offer", agent.id)
         assert refused.value.status_code == 422
+
+
+def test_campaigns_and_suppressions(server) -> None:
+    url, key = server
+    with Callplane(key, base_url=url) as api:
+        agent = api.agents.create("Renewals")
+        campaign = api.campaigns.create(
+            "Renewals", agent.agent.id, retry={"max_attempts": 2}, pacing={"max_concurrent": 2}
+        )
+        assert campaign.status == "draft" and campaign.counts.total == 0
+        assert campaign.retry["delay_seconds"] == 3600 and campaign.pacing["max_concurrent"] == 2
+        added = api.campaigns.add_recipients(
+            campaign.id, csv="phone_number,first_name\n+15550001000,Ann\nnope,Bob\n"
+        )
+        assert (added.added, added.duplicates) == (1, 0)
+        assert added.rejected[0]["row"] == 2
+        again = api.campaigns.add_recipients(campaign.id, [{"phone_number": "+15550001000"}])
+        assert again.duplicates == 1
+        page = api.campaigns.recipients(campaign.id, status="queued")
+        assert [r.params for r in page] == [{"first_name": "Ann"}]
+        assert api.campaigns.update(campaign.id, name="Renewals 2").name == "Renewals 2"
+        assert [c.id for c in api.campaigns.iter()] == [campaign.id]
+        assert api.campaigns.get(campaign.id).counts.queued == 1
+        assert "+15550001000" in api.campaigns.export(campaign.id)
+        assert api.campaigns.cancel(campaign.id).status == "cancelled"
+        with pytest.raises(APIError) as refused:
+            api.campaigns.start(campaign.id)
+        assert refused.value.status_code == 409
+
+        listed = api.suppressions.create("+1 415 555 0100", reason="asked by email")
+        assert listed.phone_number == "+14155550100"
+        assert [s.reason for s in api.suppressions.list(phone_number="+14155550100")] == [
+            "asked by email"
+        ]
+        with pytest.raises(APIError) as blocked:
+            api.calls.create("+14155550100")
+        assert blocked.value.status_code == 422
+        assert api.suppressions.delete("+14155550100").success is True
 
 
 def test_scoped_keys_and_the_audit_log(server) -> None:

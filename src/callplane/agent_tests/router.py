@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import Path, Query
 from starlette.responses import Response
 
-from callplane.agent_tests import service
+from callplane.agent_tests import service, traffic
 from callplane.agent_tests.spec import (
     ReplayCreate,
     ReplayEnvelope,
@@ -20,6 +20,7 @@ from callplane.agent_tests.spec import (
     TestRunList,
     TestUpdate,
 )
+from callplane.agent_tests.traffic import TrafficBody, TrafficEnvelope
 from callplane.agents.schemas import Deleted
 from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import STATUS
@@ -173,3 +174,32 @@ async def get_replay(
     transcript and summary. `status` is `done` once every call was replayed."""
     run = await service.get_run(session, tenant.organization_id, uuid, replay_id, "replay")
     return json_response({"replay": service.replay_wire(run)})
+
+
+@router.put(
+    "/agents/{uuid}/traffic", response_model=TrafficEnvelope, summary="Split calls over branches"
+)
+async def put_traffic(
+    uuid: uuid.UUID, body: TrafficBody, session: SessionDep, tenant: CurrentTenant
+) -> Response:
+    """Calls that name neither branch nor commit (an inbound number routed to the agent without a
+    branch, `POST /calls` with only `agent_id`) go to one of 2–5 branches by weight (summing to
+    100); the same caller's number always meets the same branch."""
+    splits = await traffic.set_traffic(
+        session, tenant.organization_id, uuid, body.model_dump()["splits"]
+    )
+    return json_response({"traffic": {"splits": splits}})
+
+
+@router.get("/agents/{uuid}/traffic", response_model=TrafficEnvelope, summary="Get the split")
+async def get_traffic(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    """The agent's traffic split; no splits: every such call runs main."""
+    splits = await traffic.get_traffic(session, tenant.organization_id, uuid)
+    return json_response({"traffic": {"splits": splits}})
+
+
+@router.delete("/agents/{uuid}/traffic", response_model=TrafficEnvelope, summary="Remove the split")
+async def delete_traffic(uuid: uuid.UUID, session: SessionDep, tenant: CurrentTenant) -> Response:
+    """Every call that names no branch runs main again."""
+    splits = await traffic.set_traffic(session, tenant.organization_id, uuid, None)
+    return json_response({"traffic": {"splits": splits}})

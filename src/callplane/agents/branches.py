@@ -90,6 +90,8 @@ async def delete_branch(
         raise Conflict("The main branch cannot be deleted")
     if await routed_numbers(session, organization_id, agent.id, name):
         raise Conflict(f"A phone number routes to branch {name}")
+    if any(split["branch"] == name for split in agent.traffic or []):
+        raise Conflict(f"The agent's traffic split sends calls to branch {name}")
     await session.delete(branch)
     await session.flush()
 

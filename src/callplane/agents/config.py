@@ -68,6 +68,16 @@ def _unique_tool_names(tools: list[Any]) -> list[Any]:
     return tools
 
 
+#: What people say when they do not want to be called again (``opt_out_phrases``' default).
+OPT_OUT_PHRASES = (
+    "stop calling",
+    "do not call",
+    "don't call me",
+    "remove me from your list",
+    "take me off your list",
+)
+
+
 class AgentConfig(_Strict):
     """Every key of DESIGN §15's config."""
 
@@ -102,6 +112,11 @@ class AgentConfig(_Strict):
         list[Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]],
         Field(max_length=20),
     ] = []
+    #: A caller line holding one puts the number on the do-not-call list and ends the call.
+    opt_out_phrases: Annotated[
+        list[Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]],
+        Field(max_length=20),
+    ] = Field(default_factory=lambda: list(OPT_OUT_PHRASES))
     summary_prompt: Annotated[SafeStr, StringConstraints(max_length=10_000)] | None = None
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
     knowledge: Knowledge | None = None
@@ -177,12 +192,16 @@ def read_config(stored: Mapping[str, Any]) -> AgentConfig:
             "a stored agent config breaks today's rules; left out: %s",
             ", ".join([*sorted(bad_keys), *(f"tools/{n}" for n in sorted(bad_tools))]),
         )
-        if bad_tools:
-            document["tools"] = [t for n, t in enumerate(document["tools"]) if n not in bad_tools]
-        for key in bad_keys:
-            document.pop(key, None)
-        if not bad_tools and not bad_keys:
-            return AgentConfig()
+        left_out = False
+        tools = document.get("tools")
+        if bad_tools and isinstance(tools, list):
+            document["tools"] = [t for n, t in enumerate(tools) if n not in bad_tools]
+            left_out = True
+        for key in bad_keys & document.keys():
+            del document[key]
+            left_out = True
+        if not left_out:
+            return AgentConfig()  # nothing left to leave out: the defaults
 
 
 def tool_names(config: dict[str, Any]) -> list[str]:

@@ -21,6 +21,7 @@ from callplane.agents.config import validate_config
 from callplane.agents.diff import diff as diff_configs
 from callplane.agents.refs import MAIN, as_commit_id
 from callplane.agents.schemas import CommitCreate
+from callplane.agents.traffic import pick_branch
 from callplane.agents.wire import agents_wire
 from callplane.errors import Conflict, InvalidInput, NotFound
 from callplane.kit.driver import driver_of, fixed_statement
@@ -449,6 +450,7 @@ def _resolve(commit_on: Any) -> Any:
             bindparam("org"),
             Agent.id,
             Agent.name,
+            Agent.traffic,
             AgentBranch.id.label("branch_uuid"),
             AgentCommit.id.label("commit_id"),
             AgentCommit.branch,
@@ -475,6 +477,7 @@ async def resolve_for_call(
     agent_uuid: uuid.UUID,
     branch_name: str | None = None,
     commit_id: uuid.UUID | None = None,
+    other_party: str | None = None,
 ) -> ResolvedAgent:
     """The agent, branch and commit a new call runs (DESIGN §15); InvalidInput naming the body
     field when any is unknown, archived or another organization's. A pinned commit keeps the
@@ -499,6 +502,16 @@ async def resolve_for_call(
     row = await driver.fetchone(prepared, values)
     if row is None:
         raise InvalidInput("agent_id: no such agent", loc=("body",))
+    # Neither branch nor commit named: the agent's traffic split may send this caller to
+    # another branch than main (agents/traffic.py); one more statement only then.
+    split_branch = (
+        None if pinned or branch_name else pick_branch(row["traffic"], agent_uuid, other_party)
+    )
+    if split_branch not in (None, MAIN):
+        values["branch"] = split_branch
+        split_row = await driver.fetchone(prepared, values)
+        if split_row is not None and split_row["commit_id"] is not None:
+            row, branch_name = split_row, split_branch
     agent_id, branch_uuid, found_commit = row["id"], row["branch_uuid"], row["commit_id"]
     agent_name, made_on, config = row["name"], row["branch"], row["config"]
     if found_commit is None:
@@ -550,12 +563,35 @@ async def load_commit_to_run(
 
 
 async def resolve_branch_head(
-    session: AsyncSession, organization_id: int, agent_id: int, branch_name: str | None
+    session: AsyncSession,
+    organization_id: int,
+    agent_id: int,
+    branch_name: str | None,
+    other_party: str | None = None,
 ) -> ResolvedAgent | None:
     """What an inbound call answered on a number routed to ``agent_id`` runs: the head of the
-    number's branch (``main`` when none) at this moment; None when the agent is archived or the
+    number's branch at this moment; on main (a number's default), the branch the agent's
+    traffic split picks for the caller, if it has one; None when the agent is archived or the
     branch is gone (the call then keeps the behaviour of a call without an agent)."""
-    name = branch_name or MAIN
+    found = await _branch_head(session, organization_id, agent_id, branch_name or MAIN)
+    if found is None:
+        return None
+    agent, resolved = found
+    # A number routed to the agent without a branch stores main, its default: main is where a
+    # split applies. A number routed to another branch keeps to it.
+    if branch_name not in (None, MAIN):
+        return resolved
+    split_branch = pick_branch(agent.traffic, agent.uuid, other_party)
+    if split_branch not in (None, MAIN):
+        split = await _branch_head(session, organization_id, agent_id, str(split_branch))
+        if split is not None:
+            return split[1]
+    return resolved
+
+
+async def _branch_head(
+    session: AsyncSession, organization_id: int, agent_id: int, name: str
+) -> tuple[Agent, ResolvedAgent] | None:
     row = (
         await session.execute(
             select_owned(Agent, organization_id, Agent, AgentBranch.id, AgentCommit)
@@ -575,6 +611,6 @@ async def resolve_branch_head(
     if row is None:
         return None
     agent, branch_uuid, commit = row
-    return ResolvedAgent(
+    return agent, ResolvedAgent(
         agent.id, agent.uuid, agent.name, branch_uuid, name, commit.id, commit.config
     )

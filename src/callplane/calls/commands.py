@@ -20,7 +20,14 @@ from callplane.models.calls import Call
 from callplane.runtime import Runtime
 
 
-async def place_call(session: AsyncSession, organization_id: int, body: CallCreate) -> Call:
+async def place_call(
+    session: AsyncSession, runtime: Runtime, organization_id: int, body: CallCreate
+) -> Call:
+    if body.simulate is not None and runtime.settings.telephony != "simulated":
+        raise InvalidInput(
+            "simulate: is only for the simulated network (CALLPLANE_TELEPHONY=simulated)",
+            loc=("body", "simulate"),
+        )
     if not body.ignore_suppression and await is_suppressed(
         session, organization_id, body.to_number
     ):

@@ -114,6 +114,7 @@ _CALL_COLUMNS = (
     "transcript_deleted_at",
     "keyterms",
     "first_message",
+    "simulate",
     "worker_id",
     "lease_expires_at",
     "event_sequence",
@@ -332,6 +333,7 @@ def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
                 None,  # retention has not deleted its transcript
                 json(item.keyterms),
                 item.first_message,
+                None,  # a loaded call is history: it is never dialled
                 None,
                 None,
                 0,

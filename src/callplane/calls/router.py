@@ -64,7 +64,7 @@ async def create_call(
         stored = await idempotency.claim(session, org, idempotency_key, digest)
         if stored is not None:
             return json_response(stored.body, stored.status_code)
-    call = await commands.place_call(session, org, body)
+    call = await commands.place_call(session, runtime, org, body)
     [wire] = await service.calls_wire(session, runtime, org, [call])
     content = {"success": True, "status": call.status, "call_id": call.id, "call": wire}
     if idempotency_key is not None:

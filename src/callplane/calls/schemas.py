@@ -99,6 +99,25 @@ class Call(BaseModel):
     )
 
 
+class SimulatedLine(BaseModel):
+    """One line of the simulated person: said once the agent has spoken, ``after_ms`` of
+    silence after the agent's line ends (positions in the recording)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    say: Annotated[SafeStr, StringConstraints(min_length=1, max_length=2_000)]
+    after_ms: int = Field(default=400, ge=0, le=60_000, strict=True)
+
+
+class Simulate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    script: Annotated[list[SimulatedLine], Field(min_length=1, max_length=100)] = Field(
+        description="After 'Hello?', each line answers the agent's next line, in order; the "
+        "person hangs up once the agent has answered the last one"
+    )
+
+
 class CallCreate(BaseModel):
     """Body of ``POST /calls``. An unknown field is a 422 naming it, as for agent commits: a
     misspelt ``first_mesage`` would otherwise place a call without its greeting."""
@@ -126,6 +145,10 @@ class CallCreate(BaseModel):
     ] = []
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
     tags: Annotated[list[UUID], Field(max_length=100)] = []
+    simulate: Simulate | None = Field(
+        default=None,
+        description="Extension, simulated network only: what the person who answers says",
+    )
     ignore_suppression: bool = Field(
         default=False,
         strict=True,

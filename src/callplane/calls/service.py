@@ -255,6 +255,7 @@ async def resolve_agent(
         agent_uuid=body.agent_id,
         branch_name=body.agent_branch_name,
         commit_id=body.agent_commit_id,
+        other_party=body.to_number,
     )
     required = [n for n in resolved.config.get("required_variables", []) if n not in body.params]
     if required:
@@ -275,6 +276,41 @@ async def create_call(
     campaign_id: uuid.UUID | None = None,
 ) -> Call:
     """A new enqueued call; ``campaign_id`` makes it an attempt of that campaign."""
+    call = await prepare_call(session, organization_id, body, campaign_id=campaign_id)
+    await add_call(session, call, body.tags)
+    return call
+
+
+async def add_calls(session: AsyncSession, calls: Sequence[Call]) -> None:
+    """Insert many prepared calls without tags (a campaign's attempts): one flush, one insert
+    of their searchable attributes."""
+    session.add_all(calls)
+    await session.flush()
+    await index_attributes(
+        session,
+        [
+            row
+            for call in calls
+            for row in attribute_rows(
+                call.organization_id,
+                call.id,
+                call.created_at,
+                call.params,
+                call.external_identifiers,
+            )
+        ],
+    )
+
+
+async def prepare_call(
+    session: AsyncSession,
+    organization_id: int,
+    body: CallCreate,
+    *,
+    campaign_id: uuid.UUID | None = None,
+) -> Call:
+    """The call ``POST /calls`` would create, checked (its agent resolved now, its references
+    known) but not yet added to the session."""
     agent = await resolve_agent(session, organization_id, body)
     await check_references(
         session,
@@ -302,6 +338,7 @@ async def create_call(
         language=body.language,
         agent_speaks_first=body.agent_speaks_first,
         first_message=body.first_message,
+        simulate=body.simulate.model_dump() if body.simulate else None,
         params=body.params,
         external_identifiers=body.external_identifiers,
         keyterms=body.keyterms,
@@ -314,7 +351,6 @@ async def create_call(
         created_at=now,
         updated_at=now,
     )
-    await add_call(session, call, body.tags)
     return call
 
 

@@ -8,6 +8,7 @@ the person asked for).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -61,3 +62,17 @@ def suppression_wire(row: Suppression) -> dict[str, Any]:
 
 async def is_suppressed(session: AsyncSession, organization_id: int, number: str) -> bool:
     return bool(await suppressed_among(session, organization_id, [number]))
+
+
+async def record_opt_out(
+    session: AsyncSession, organization_id: int, call_id: uuid.UUID, number: str
+) -> None:
+    """A person asked during a call not to be called again: the number is listed with the
+    call's id as its reason. The campaign recipient that call is an attempt of becomes
+    ``opted_out`` when the call has ended (``campaigns.outcomes`` reads the reason), so the
+    campaign is not done while the goodbye is still being said."""
+    await suppress(session, organization_id, number, opt_out_reason(call_id))
+
+
+def opt_out_reason(call_id: uuid.UUID) -> str:
+    return f"asked during call {call_id}"

@@ -7,7 +7,9 @@
     no_answer                         no_answer   │ remain (past end_at: expired); otherwise
     failed (also a lost lease)        failed      ┘ voicemail (a voicemail) or exhausted
 
-A recipient of a cancelled campaign whose attempt was in flight is ``cancelled`` unless a person
+A person who asked during the attempt not to be called again (``tools/opt_out.py``: their
+number listed with that call's id as the reason) is ``opted_out``. A recipient of a cancelled
+campaign whose attempt was in flight is ``cancelled`` unless a person
 answered. Each change is a conditional UPDATE on the recipient still ``calling`` that very call,
 so a second worker reading the same ended call changes nothing.
 """
@@ -22,12 +24,13 @@ from typing import Any
 from sqlalchemy import and_, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.campaigns.donotcall import opt_out_reason
 from callplane.campaigns.hours import instant
 from callplane.campaigns.service import emit_campaign_event
 from callplane.kit.tenancy import across_organizations, select_owned, update_owned
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
-from callplane.models.campaigns import Campaign, CampaignRecipient
+from callplane.models.campaigns import Campaign, CampaignRecipient, Suppression
 
 ENDED = ("completed", "failed", "no_answer", "busy", "cancelled")
 #: Ended attempts read per round.
@@ -47,6 +50,8 @@ class Ended:
     retry: dict[str, Any]
     schedule: dict[str, Any]
     campaign_status: str
+    #: The reason the number is on the do-not-call list now, if it is.
+    listed_reason: str | None = None
 
 
 def outcome_of(call_status: str, answered_by: str | None) -> str:
@@ -58,6 +63,8 @@ def outcome_of(call_status: str, answered_by: str | None) -> str:
 def next_step(ended: Ended) -> tuple[str, str, datetime | None]:
     """(recipient status, last outcome, next attempt) after an attempt."""
     outcome = outcome_of(ended.call_status, ended.answered_by)
+    if ended.listed_reason == opt_out_reason(ended.call_id):
+        return "opted_out", outcome, None
     if outcome == "human":
         return "completed", outcome, None
     if ended.campaign_status == "cancelled":
@@ -74,7 +81,7 @@ def next_step(ended: Ended) -> tuple[str, str, datetime | None]:
 
 async def ended_attempts(session: AsyncSession) -> list[Ended]:
     """Attempts in flight whose call has ended, of every organization."""
-    r, c, k = CampaignRecipient, Call, Campaign
+    r, c, k, s = CampaignRecipient, Call, Campaign, Suppression
     rows = await session.execute(
         across_organizations(
             select(
@@ -89,9 +96,13 @@ async def ended_attempts(session: AsyncSession) -> list[Ended]:
                 k.retry,
                 k.schedule,
                 k.status,
+                s.reason,
             )
             .join(c, and_(c.organization_id == r.organization_id, c.id == r.current_call_id))
             .join(k, and_(k.organization_id == r.organization_id, k.id == r.campaign_id))
+            .outerjoin(
+                s, and_(s.organization_id == r.organization_id, s.phone_number == r.phone_number)
+            )
             .where(r.status == "calling", c.status.in_(ENDED))
             .limit(BATCH),
             "the dialer records the end of every organization's attempts",

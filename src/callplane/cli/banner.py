@@ -29,12 +29,14 @@ def without_password(database_url: str) -> str:
         return database_url.split("@")[-1]
 
 
-def banner(settings: Settings, host: str, port: int) -> str:
+def banner(settings: Settings, host: str, port: int, *, discovered: bool = False) -> str:
     served = default_public_url(host, port)
     telephony = getattr(settings, "telephony", "simulated")
+    found = " (found running on this machine)" if discovered else ""
     return (
         f"callplane serving {served} · database {without_password(settings.database_url)}"
-        f" · storage {settings.storage_url} · telephony {telephony} · brain {brain(settings)}"
+        f" · storage {settings.storage_url} · telephony {telephony}"
+        f" · brain {brain(settings)}{found}"
         f" · voice {voice()}"
         f" · docs {served}/v1/docs · dashboard {served}/dashboard/"
     )
@@ -50,5 +52,8 @@ def voice() -> str:
 def brain(settings: Settings) -> str:
     """The LLM the agents use, or that there is none (they then say first_message and listen)."""
     if not settings.llm_base_url:
-        return "none (set CALLPLANE_LLM_BASE_URL for conversations)"
+        return (
+            "none (start Ollama, llama.cpp's server or LM Studio, or set "
+            'CALLPLANE_LLM_BASE_URL, for conversations: README "Give the agent a brain")'
+        )
     return f"{settings.llm_model or 'default model'} at {settings.llm_base_url}"

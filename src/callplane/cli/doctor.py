@@ -18,6 +18,7 @@ import httpx
 import typer
 from sqlalchemy import text
 
+from callplane.brain.discovery import TOOL_CHECK_SECONDS
 from callplane.cli.banner import without_password
 from callplane.cli.common import missing_database, sqlite_file
 from callplane.settings import Settings
@@ -123,15 +124,23 @@ async def _sip(settings: Settings) -> Finding:
 
 
 async def _llm(settings: Settings) -> Finding:
-    if not settings.llm_base_url:
-        return Finding(
-            "LLM",
-            True,
-            "none configured: agents say first_message and listen; set CALLPLANE_LLM_BASE_URL "
-            "(and CALLPLANE_LLM_MODEL) for conversations",
-        )
+    from callplane.brain.discovery import calls_tools, discover
+
+    base_url, model, where = settings.llm_base_url, settings.llm_model, ""
+    if not base_url:
+        found = await asyncio.to_thread(discover, settings.llm_ports)
+        if found is None:
+            ports = ", ".join(str(p) for p in settings.llm_ports) or "none"
+            return Finding(
+                "LLM",
+                True,
+                f"none configured or running here (ports {ports}): agents say first_message "
+                'and listen; README "Give the agent a brain"',
+            )
+        base_url, model = found.base_url, model or found.model
+        where = ", found running on this machine: serve uses it"
     headers = {"Authorization": f"Bearer {settings.llm_api_key}"} if settings.llm_api_key else {}
-    url = settings.llm_base_url.rstrip("/") + "/models"
+    url = base_url.rstrip("/") + "/models"
     try:
         async with httpx.AsyncClient(timeout=_TIMEOUT, trust_env=False) as client:
             response = await client.get(url, headers=headers)
@@ -139,14 +148,15 @@ async def _llm(settings: Settings) -> Finding:
         return Finding(
             "LLM",
             False,
-            f"{settings.llm_base_url} unreachable ({type(exc).__name__}): start the server or "
+            f"{base_url} unreachable ({type(exc).__name__}): start the server or "
             "fix CALLPLANE_LLM_BASE_URL",
         )
     if response.status_code in (401, 403):
         return Finding("LLM", False, f"{url} refused the key: set CALLPLANE_LLM_API_KEY")
     if response.status_code >= 500:
         return Finding("LLM", False, f"{url} answered HTTP {response.status_code}")
-    return Finding("LLM", True, f"{settings.llm_base_url} ({settings.llm_model or 'no model set'})")
+    works, said = await calls_tools(base_url, model, settings.llm_api_key)
+    return Finding("LLM", works, f"{base_url} ({model or 'no model set'}{where}): {said}")
 
 
 CHECKS: list[Callable[[Settings], Awaitable[Finding]]] = [
@@ -162,11 +172,13 @@ CHECKS: list[Callable[[Settings], Awaitable[Finding]]] = [
 
 async def examine(settings: Settings) -> list[Finding]:
     async def bounded(check: Callable[[Settings], Awaitable[Finding]]) -> Finding:
+        # The brain's one real request may load a model from disk first.
+        limit = TOOL_CHECK_SECONDS + _TIMEOUT if check is _llm else _TIMEOUT * 2
         try:
-            return await asyncio.wait_for(check(settings), _TIMEOUT * 2)
+            return await asyncio.wait_for(check(settings), limit)
         except TimeoutError:
             name = check.__name__.strip("_").replace("_", " ")
-            return Finding(name, False, f"no answer within {_TIMEOUT * 2:g} s")
+            return Finding(name, False, f"no answer within {limit:g} s")
 
     return [await bounded(check) for check in CHECKS]
 

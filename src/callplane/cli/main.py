@@ -17,6 +17,7 @@ import orjson
 import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.cli.agents import agents_app
 from callplane.cli.audit import audit_app
 from callplane.cli.common import fail, in_transaction, missing_database, print_json
 from callplane.cli.doctor import doctor
@@ -39,6 +40,7 @@ app = typer.Typer(
 orgs_app = typer.Typer(help="Organizations.", no_args_is_help=True)
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 app.add_typer(orgs_app, name="orgs")
+app.add_typer(agents_app, name="agents")
 app.add_typer(keys_app, name="keys")
 app.add_typer(users_app, name="users")
 app.add_typer(sip_app, name="sip")
@@ -104,11 +106,12 @@ def serve(
 
     _check_port(host, port)
     migrate()
+    found = _discover_brain()
     # Signed recording URLs must point at this server: unless CALLPLANE_PUBLIC_URL is set, it is
     # the address served. Set in the environment so every worker process builds the same URLs.
     if "public_url" not in Settings().model_fields_set:
         os.environ["CALLPLANE_PUBLIC_URL"] = default_public_url(host, port)
-    typer.echo(banner(Settings(), host, port))
+    typer.echo(banner(Settings(), host, port, discovered=found))
     warning = memory_limits_warning(Settings(), workers)
     if warning:
         typer.echo(warning, err=True)
@@ -124,6 +127,23 @@ def serve(
         http="callplane.server:JsonHttpToolsProtocol",
         proxy_headers=False,
     )
+
+
+def _discover_brain() -> bool:
+    """Without a configured brain, one running on this machine (Ollama, llama.cpp's server, LM
+    Studio), set in the environment so every worker process uses it."""
+    from callplane.brain.discovery import discover
+
+    settings = Settings()
+    if settings.llm_base_url or not settings.llm_ports:
+        return False
+    found = discover(settings.llm_ports)
+    if found is None:
+        return False
+    os.environ["CALLPLANE_LLM_BASE_URL"] = found.base_url
+    if not settings.llm_model:
+        os.environ["CALLPLANE_LLM_MODEL"] = found.model
+    return True
 
 
 @app.command()

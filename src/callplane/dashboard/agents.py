@@ -12,6 +12,7 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from callplane.agent_tests.gate import gate_problems
 from callplane.agents import branches, service, wire
 from callplane.agents.config import TOOL_TYPES, validate_config
 from callplane.agents.diff import diff as diff_configs
@@ -21,7 +22,7 @@ from callplane.calls import commands
 from callplane.calls.schemas import CallCreate
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
-from callplane.dashboard.routing import CurrentPerson, dashboard_router
+from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
 from callplane.errors import Conflict, InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.tenancy import select_owned
@@ -122,6 +123,9 @@ async def _page(
         }
         for c in commits
     ]
+    gate = None
+    if agent.merge_requires_passing_tests and head is not None and branch != MAIN:
+        gate = await gate_problems(session, org, agent, head.id)
     others = {k: v for k, v in config.items() if k not in EDITED}
     values = draft or {
         "prompt": config.get("prompt", ""),
@@ -147,6 +151,7 @@ async def _page(
         errors=errors or [],
         notice=notice or request.query_params.get("notice"),
         tool_types=TOOL_TYPES,
+        gate=gate,
     )
 
 
@@ -322,7 +327,7 @@ async def test_call(
                 "params": params,
             }
         )
-        call = await commands.place_call(session, person.organization_id, body)
+        call = await commands.place_call(session, runtime_of(request), person.organization_id, body)
     except InvalidInput as exc:
         return await _page(request, session, person, agent_uuid, branch, 422, exc.errors)
     except ValueError as exc:  # pydantic's ValidationError

@@ -14,11 +14,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.dashboard import (
+    agent_tests,
     agents,
     calls,
+    campaigns,
     contacts,
     external_calls,
     keys,
+    knowledge,
     numbers,
     overview,
     people,
@@ -42,6 +45,9 @@ PAGES = (
     external_calls.router,
     numbers.router,
     agents.router,
+    campaigns.router,
+    agent_tests.router,
+    knowledge.router,
     webhooks.router,
     keys.router,
     talk.router,

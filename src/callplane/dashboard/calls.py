@@ -105,7 +105,7 @@ async def place_call(request: Request, session: SessionDep, person: CurrentPerso
     form = await fields(request)
     try:
         body = CallCreate.model_validate(_body(form))
-        call = await commands.place_call(session, person.organization_id, body)
+        call = await commands.place_call(session, runtime_of(request), person.organization_id, body)
     except ValidationError as exc:
         return await _new_call_page(request, session, person, form, _messages(exc), 422)
     except InvalidInput as exc:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from callplane.agents.config import AgentConfig, read_config
+from callplane.agents.config import OPT_OUT_PHRASES, AgentConfig, read_config
 
 if TYPE_CHECKING:
     from callplane.runtime import Runtime
@@ -66,6 +66,8 @@ class AgentSpec:
     #: None: the agent waits for ever (a call without an agent commit).
     silence_timeout_seconds: float | None = None
     end_call_phrases: tuple[str, ...] = ()
+    #: A caller line holding one of these opts the person out (``tools/opt_out.py``).
+    opt_out_phrases: tuple[str, ...] = OPT_OUT_PHRASES
     #: None: a voicemail is talked to like a person (a call without an agent commit).
     voicemail: Voicemail | None = None
     summary_prompt: str | None = None
@@ -81,10 +83,20 @@ class AgentSpec:
     #: ``{{names}}`` found nowhere, sorted (DESIGN §15: the ``agent.started`` event lists them).
     missing_variables: tuple[str, ...] = ()
 
+    def opts_out(self, line: str) -> bool:
+        """Whether a caller line holds one of the opt-out phrases (case-insensitive, any
+        apostrophe)."""
+        folded = _folded(line)
+        return any(_folded(phrase) in folded for phrase in self.opt_out_phrases if phrase)
+
     def ends_the_call(self, line: str) -> bool:
         """Whether an agent line holds one of the end-call phrases (case-insensitive)."""
         folded = line.casefold()
         return any(phrase.casefold() in folded for phrase in self.end_call_phrases if phrase)
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.replace("\u2019", "'").casefold().split())
 
 
 class CallFields(Protocol):
@@ -151,6 +163,7 @@ def resolve_agent_spec(
         max_duration_seconds=float(commit.max_duration_seconds or settings.max_call_seconds),
         silence_timeout_seconds=float(silence) if silence is not None else None,
         end_call_phrases=tuple(commit.end_call_phrases),
+        opt_out_phrases=tuple(commit.opt_out_phrases),
         voicemail=voicemail,
         summary_prompt=commit.summary_prompt,
         analyzers=(*call.analyzers, *(_stored(a) for a in commit.analyzers)),

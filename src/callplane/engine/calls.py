@@ -19,6 +19,7 @@ from callplane.engine.answering import detect_answered_by
 from callplane.engine.claim import claim_calls
 from callplane.engine.conversation.session import CallContext, after_call, hold_conversation
 from callplane.engine.lifecycle import CallRef
+from callplane.engine.recorded_clock import restamp_transcript, restamp_turns
 from callplane.engine.switchboard import Switchboard
 from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
@@ -39,6 +40,7 @@ from callplane.telephony.base import (
     DialRequest,
     InboundOffer,
     InboundRouter,
+    ScriptLine,
 )
 
 log = logging.getLogger("callplane.engine.calls")
@@ -90,6 +92,7 @@ async def place_call(board: Switchboard, call: Call, ref: CallRef) -> None:
         from_number=call.from_number,
         ring_timeout_seconds=settings.ring_timeout_seconds,
         call_ref=str(call.id),
+        script=script_of(call.simulate),
     )
     try:
         connection = await asyncio.wait_for(
@@ -162,7 +165,12 @@ async def _finish(
     stored: list[tuple[type[Base], dict[str, Any]]] = []
     try:
         recording = await connection.recording()
-        if recording is not None and recording.duration_seconds > 0:
+        if recording is not None and recording.timeline is not None:
+            # The recording is the call's clock (the simulated network's text takes no time).
+            restamp_transcript(context.transcript, recording.timeline)
+            await board.jobs.transact(restamp_turns, ref, recording.timeline)
+            ended_at = context.started_at + timedelta(seconds=recording.duration_seconds)
+        elif recording is not None and recording.duration_seconds > 0:
             # The network's own clock: the far end may have hung up a moment before the
             # conversation noticed (its last words were still being recognised).
             by_recording = context.started_at + timedelta(seconds=recording.duration_seconds)
@@ -195,6 +203,16 @@ async def _finish(
         await traced("analysis", after_call(context, board.services))
     except Exception:
         log.exception("after-call work failed", extra={"call_id": str(ref.call_id)})
+
+
+def script_of(simulate: dict[str, Any] | None) -> tuple[ScriptLine, ...] | None:
+    """The call's own simulated person (``POST /calls`` ``simulate``), as the network takes it."""
+    if not simulate:
+        return None
+    return tuple(
+        ScriptLine(str(line["say"]), int(line.get("after_ms", 0)) / 1000)
+        for line in simulate.get("script") or ()
+    )
 
 
 async def _insert_rows(
@@ -236,7 +254,9 @@ async def create_inbound_call(
     organization_id, number, agent_id, branch_name = found
     # The head of the number's branch at this moment is the commit the call runs (DESIGN §15).
     agent = (
-        await resolve_branch_head(session, organization_id, agent_id, branch_name)
+        await resolve_branch_head(
+            session, organization_id, agent_id, branch_name, other_party=offer.from_number
+        )
         if agent_id is not None
         else None
     )

@@ -43,16 +43,15 @@ Page = Annotated[int, Query(ge=1, le=1_000_000)]
 PageSize = Annotated[int, Query(ge=1, le=100)]
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "Knowledge base not found"}}
 
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
 _DOCUMENT_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "description": "The document: its text (plain, Markdown, HTML), a PDF, or JSON",
         "content": {
             "application/json": {"schema": DocumentJson.model_json_schema()},
-            "text/plain": {"schema": {"type": "string"}},
-            "text/markdown": {"schema": {"type": "string"}},
-            "text/html": {"schema": {"type": "string"}},
-            "application/pdf": {"schema": {"type": "string", "format": "binary"}},
+            # The document's bytes, as generated clients send a file.
+            **{media: _BINARY for media in (*extraction.TEXT_TYPES, "application/pdf")},
         },
     }
 }

@@ -132,6 +132,8 @@ class Call(Base):
     keyterms: Mapped[list[str]] = mapped_column(default=list)
     #: What the agent says first when the call is answered (extension of POST /calls).
     first_message: Mapped[str | None] = mapped_column(Text, default=None)
+    #: The simulated network's person for this call (``{"script": [{"say", "after_ms"}]}``).
+    simulate: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     # The engine's hold on the call (DESIGN §10): which worker process dials it and until when
     # that worker is presumed alive. Set together with the move to ``dialing``.
     worker_id: Mapped[str | None] = mapped_column(String(64), default=None)

@@ -1,5 +1,5 @@
 """The threads speech work runs on, off the event loop: one pool for recognition, one for
-synthesis, each bounded, neither the event loop's default executor.
+synthesis, one for the end-of-turn model; each bounded, none the event loop's default executor.
 
 Why separate: synthesis threads mostly wait (on a Piper voice's lock, or an espeak-ng
 process). In one shared pool (``to_thread``'s), a burst of sentences queued on Piper took every
@@ -27,7 +27,7 @@ from typing import Literal, ParamSpec, TypeVar
 P = ParamSpec("P")
 T = TypeVar("T")
 
-Kind = Literal["recognition", "synthesis"]
+Kind = Literal["recognition", "synthesis", "turn"]
 
 _pools: dict[Kind, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
@@ -35,7 +35,9 @@ _pools_lock = threading.Lock()
 
 def pool_size(kind: Kind) -> int:
     cores = os.cpu_count() or 1
-    return cores if kind == "recognition" else 4 * cores
+    # The end-of-turn model scores in ~10 ms on one thread: a pool of its own keeps it from
+    # queueing behind a recognition that takes every core for a second.
+    return 4 * cores if kind == "synthesis" else cores
 
 
 def executor(kind: Kind) -> ThreadPoolExecutor:

@@ -26,7 +26,7 @@ Ending
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -56,6 +56,8 @@ class TextFrame:
     """A whole utterance as text, on connections whose ``media`` is ``"text"``."""
 
     text: str
+    #: When the far end began saying it (``time.monotonic()``), if earlier than it is read.
+    said_at: float | None = None
 
 
 Frame = AudioFrame | TextFrame
@@ -73,6 +75,18 @@ class DialRequest:
     uri: str | None = None
     #: Extra SIP headers on the INVITE (a warm transfer's ``X-Callplane-Screen-Pop``).
     headers: tuple[tuple[str, str], ...] = ()
+    #: The simulated network's person for this call: what they say, in order (other networks
+    #: never get one: the API refuses it).
+    script: tuple[ScriptLine, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ScriptLine:
+    """A line the simulated person says once the agent has spoken, ``after_seconds`` after the
+    agent's line ends."""
+
+    say: str
+    after_seconds: float
 
 
 @dataclass(frozen=True)
@@ -99,6 +113,11 @@ class Recording:
     content_type: str  # e.g. "audio/wav"
     data: bytes
     duration_seconds: float
+    #: Where in the recording moments of the call are (seconds since answered and the
+    #: transcript entry's role, in call order, in; seconds into the recording out), when the
+    #: two clocks differ: the simulated network's text is said faster than it could be spoken,
+    #: its recording says it at speaking pace. None: the same clock.
+    timeline: Callable[[Sequence[tuple[float, str | None]]], list[float]] | None = None
 
 
 #: The keys ``send_dtmf`` may press.

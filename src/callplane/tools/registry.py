@@ -14,6 +14,7 @@ from callplane.tools.dtmf import SendDtmf
 from callplane.tools.end_call import EndCall
 from callplane.tools.function import FunctionTool
 from callplane.tools.knowledge import KnowledgeSearch
+from callplane.tools.opt_out import OptOut
 from callplane.tools.tables import InsertRecord, QueryTable
 from callplane.tools.transfer import TransferCall
 
@@ -28,6 +29,7 @@ TOOL_TYPES: dict[str, type[Tool]] = {
         InsertRecord,
         FunctionTool,
         KnowledgeSearch,
+        OptOut,
     )
 }
 

@@ -64,8 +64,13 @@ def error_text(message: str) -> str:
     return result_text({"error": message})
 
 
+#: Tool kinds every agent has, whether its commit lists them or not.
+ALWAYS = ("end_call", "opt_out")
+
+
 class Toolbox:
-    """The tools of one agent commit, by name; ``end_call`` always among them."""
+    """The tools of one agent commit, by name; ``end_call`` and ``opt_out`` always among
+    them."""
 
     def __init__(self, tools: Sequence[Tool]) -> None:
         self.tools: dict[str, Tool] = {}
@@ -83,12 +88,13 @@ class Toolbox:
                 continue
             self.tools[tool.name] = tool
             self._validators[tool.name] = jsonschema.Draft202012Validator(schema)
-        if not any(tool.type == "end_call" for tool in self.tools.values()):
-            end_call = TOOL_TYPES["end_call"]({"type": "end_call"})
-            self.tools.setdefault("end_call", end_call)
-            self._validators.setdefault(
-                "end_call", jsonschema.Draft202012Validator(end_call.parameters())
-            )
+        for kind in ALWAYS:  # every agent can hang up, and honour "don't call me again"
+            if not any(tool.type == kind for tool in self.tools.values()):
+                tool = TOOL_TYPES[kind]({"type": kind})
+                self.tools.setdefault(kind, tool)
+                self._validators.setdefault(
+                    kind, jsonschema.Draft202012Validator(tool.parameters())
+                )
 
     @classmethod
     def from_configs(cls, configs: Sequence[Mapping[str, Any]]) -> Toolbox:

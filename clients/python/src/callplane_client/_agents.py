@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from callplane_client._agent_tests import AgentReplays, AgentTestRuns, AgentTests, AgentTraffic
 from callplane_client._resources import List, _drop_none, _many, _one, _page, _Resource, _segment
 from callplane_client._transport import Request
 from callplane_client.models import (
@@ -43,9 +44,19 @@ class Agents(_Resource):
     def get(self, id: str) -> Agent:  # noqa: A002
         return self._send(Request("GET", f"/v1/agents/{_segment(id)}", _one(Agent, "agent")))  # type: ignore[no-any-return]
 
-    def update(self, id: str, name: str) -> Agent:  # noqa: A002
+    def update(
+        self,
+        id: str,  # noqa: A002
+        name: str | None = None,
+        *,
+        merge_requires_passing_tests: bool | None = None,
+    ) -> Agent:
+        """Rename the agent, or turn its merge gate on or off."""
+        body = _drop_none(
+            {"name": name, "merge_requires_passing_tests": merge_requires_passing_tests}
+        )
         path = f"/v1/agents/{_segment(id)}"
-        return self._send(Request("PATCH", path, _one(Agent, "agent"), json={"name": name}))  # type: ignore[no-any-return]
+        return self._send(Request("PATCH", path, _one(Agent, "agent"), json=body))  # type: ignore[no-any-return]
 
     def archive(self, id: str) -> Result:  # noqa: A002
         return self._send(Request("DELETE", f"/v1/agents/{_segment(id)}", _one(Result)))  # type: ignore[no-any-return]
@@ -88,6 +99,18 @@ class Agents(_Resource):
 
     def branches(self, id: str) -> AgentBranches:  # noqa: A002
         return AgentBranches(self._send, self._async, id)
+
+    def tests(self, id: str) -> AgentTests:  # noqa: A002
+        return AgentTests(self._send, self._async, id)
+
+    def test_runs(self, id: str) -> AgentTestRuns:  # noqa: A002
+        return AgentTestRuns(self._send, self._async, id)
+
+    def replays(self, id: str) -> AgentReplays:  # noqa: A002
+        return AgentReplays(self._send, self._async, id)
+
+    def traffic(self, id: str) -> AgentTraffic:  # noqa: A002
+        return AgentTraffic(self._send, self._async, id)
 
 
 class _OfAgent(_Resource):

@@ -9,7 +9,9 @@ import httpx
 
 from callplane_client import _resources as r
 from callplane_client._agents import Agents
+from callplane_client._campaigns import Campaigns, Suppressions
 from callplane_client._governance import ApiKeys, AuditLog
+from callplane_client._knowledge import KnowledgeBases
 from callplane_client._transport import AsyncTransport, RetryPolicy, SyncTransport
 from callplane_client._web_calls import WebCalls
 
@@ -30,6 +32,9 @@ class _Resources:
     webhooks: r.Webhooks
     agents: Agents
     web_calls: WebCalls
+    campaigns: Campaigns
+    suppressions: Suppressions
+    knowledge_bases: KnowledgeBases
     api_keys: ApiKeys
     audit_log: AuditLog
 
@@ -45,6 +50,9 @@ class _Resources:
         self.webhooks = r.Webhooks(send, is_async)
         self.agents = Agents(send, is_async)
         self.web_calls = WebCalls(send, is_async)
+        self.campaigns = Campaigns(send, is_async)
+        self.suppressions = Suppressions(send, is_async)
+        self.knowledge_bases = KnowledgeBases(send, is_async)
         self.api_keys = ApiKeys(send, is_async)
         self.audit_log = AuditLog(send, is_async)
 

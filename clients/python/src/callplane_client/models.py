@@ -274,8 +274,81 @@ class Agent(Model):
     default_branch: str
     branches: list[Branch]
     config: dict[str, Any]
+    merge_requires_passing_tests: bool
     created_at: str
     updated_at: str
+
+
+class AgentTest(Model):
+    """A test of an agent (docs/agent-tests.md)."""
+
+    id: str
+    name: str
+    turns: list[dict[str, Any]] | None
+    caller: dict[str, Any] | None
+    params: dict[str, Any]
+    contact: str | None
+    mocks: dict[str, Any]
+    expect: dict[str, Any]
+    judge: list[str]
+    repeat: int
+    pass_rate: float
+    created_at: str
+    updated_at: str
+
+
+class TestRunOfTest(Model):
+    """One repetition of a test: its failures, transcript and reply latencies (audio)."""
+
+    __test__ = False
+    passed: bool
+    failures: list[str]
+    transcript: list[TranscriptEntry]
+    reply_ms: list[int]
+
+
+class TestResult(Model):
+    __test__ = False
+    test: str
+    passed: bool
+    pass_rate: float
+    runs: list[TestRunOfTest]
+
+
+class TestRun(Model):
+    """A run of an agent's tests on one commit: ``running``, then ``passed``, ``failed`` or
+    ``error`` (with ``error`` saying why)."""
+
+    __test__ = False
+    id: str
+    ref: str
+    commit_id: str
+    mode: str
+    status: str
+    results: list[TestResult]
+    error: str | None
+    started_at: str
+    finished_at: str | None
+
+
+class Replay(Model):
+    """Real calls replayed against a commit; ``calls`` compares each, once ``status`` is
+    ``done``."""
+
+    id: str
+    ref: str
+    commit_id: str
+    status: str
+    calls: list[dict[str, Any]]
+    error: str | None
+    started_at: str
+    finished_at: str | None
+
+
+class Traffic(Model):
+    """The agent's traffic split: ``[{"branch", "weight"}]`` (empty: every call runs main)."""
+
+    splits: list[dict[str, Any]]
 
 
 class AgentCreated(Model):
@@ -327,6 +400,101 @@ class ConversationTurn(Model):
     commit_id: str
     entries: list[TranscriptEntry]
     ended: bool
+
+
+class CampaignCounts(Model):
+    total: int
+    queued: int
+    calling: int
+    completed: int
+    voicemail: int
+    exhausted: int
+    suppressed: int
+    opted_out: int
+    expired: int
+    cancelled: int
+    attempts: int
+
+
+class Campaign(Model):
+    """An outbound calling program; ``status`` is draft, running, paused, completed or
+    cancelled."""
+
+    id: str
+    name: str
+    agent_id: str | None
+    agent_branch_name: str | None
+    agent_commit_id: str | None
+    from_number: str | None
+    params: dict[str, Any]
+    status: str
+    schedule: dict[str, Any]
+    retry: dict[str, Any]
+    pacing: dict[str, Any]
+    counts: CampaignCounts
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+
+class Recipient(Model):
+    id: str
+    phone_number: str
+    params: dict[str, Any]
+    timezone: str | None
+    external_id: str | None
+    status: str
+    attempts: int
+    last_outcome: str | None
+    next_attempt_at: str | None
+    call_ids: list[str]
+
+
+class RecipientsAdded(Model):
+    """``rejected`` rows are ``{"row", "error"}`` (row numbers from 1)."""
+
+    added: int
+    duplicates: int
+    rejected: list[dict[str, Any]]
+
+
+class Suppression(Model):
+    phone_number: str
+    reason: str | None
+    created_at: str
+
+
+class KnowledgeBase(Model):
+    """Documents an agent can look things up in, stemmed in ``language``."""
+
+    id: str
+    name: str
+    language: str
+    document_count: int
+    created_at: str
+    updated_at: str
+
+
+class KnowledgeDocument(Model):
+    """A document of a knowledge base (its text is in its chunks, found by search)."""
+
+    id: str
+    knowledge_base_id: str
+    title: str
+    url: str | None
+    content_type: str
+    characters: int
+    chunk_count: int
+    created_at: str
+
+
+class SearchResult(Model):
+    """A chunk a search found: the document, its title path, the text, the engine's score."""
+
+    document_id: str
+    title: str
+    text: str
+    score: float
 
 
 class Result(Model):

@@ -10,7 +10,14 @@ Whisper punctuates nearly everything it hears, fragments included ("I'd like to.
 period alone does not make a sentence complete: a last word that cannot end an English sentence
 (an article, a preposition, a conjunction, a filler) makes it incomplete whatever follows it.
 
-Pure: text in, milliseconds out. The listener (``engine.listening``) asks at each pause.
+``model``: the end-of-turn model (``speech/turn_model.py``) hears the pause's audio while the
+recogniser reads it, and the two decide together: the turn ends after …_COMPLETE only when the
+voice sounds finished and the text does not end on a word that cannot end a sentence; a voice
+that sounds unfinished waits …_INCOMPLETE (…_NUMBER after a number). Without the model (not
+installed), ``model`` decides as ``smart`` does.
+
+Pure: text (and the model's probability) in, milliseconds out. The listener
+(``engine.conversation.listening``) asks at each pause.
 """
 
 from __future__ import annotations
@@ -19,10 +26,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from callplane.speech.turn_model import COMPLETE
+
 if TYPE_CHECKING:
     from callplane.settings import Settings
 
-Mode = Literal["smart", "silence"]
+Mode = Literal["model", "smart", "silence"]
 Kind = Literal["complete", "incomplete", "number"]
 
 #: ``silence`` mode's fixed wait, and when it starts recognising a pause's guess.
@@ -91,10 +100,16 @@ class Endpointing:
             return SILENCE_MS
         return max(self.complete_ms, self.incomplete_ms, self.number_ms)
 
-    def wait_ms(self, text: str) -> int:
+    def wait_ms(self, text: str, complete_probability: float | None = None) -> int:
+        """The silence the turn needs, from the pause's text and, in ``model`` mode, the
+        model's probability that the voice has finished (None: the model could not say)."""
         if self.mode == "silence":
             return SILENCE_MS
         kind = classify(text)
+        if self.mode == "model" and complete_probability is not None:
+            if complete_probability >= COMPLETE and kind != "incomplete":
+                return self.complete_ms
+            return self.number_ms if kind == "number" else self.incomplete_ms
         if kind == "complete":
             return self.complete_ms
         return self.number_ms if kind == "number" else self.incomplete_ms

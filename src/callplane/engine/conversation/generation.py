@@ -93,9 +93,13 @@ class Generation:
         reply: Reply,
         caller_ended_at: float | None,
         timing: turns.TurnTiming | None = None,
+        heard: str | None = None,
     ) -> Answered:
-        """The brain's answer into ``reply``; when it asks for tools, they run, their results
-        go back and the brain answers again, in a line of its own."""
+        """The brain's answer into ``reply`` (to the caller's words ``heard``, None for the
+        opening); when it asks for tools, they run, their results go back and the brain
+        answers again, in a line of its own."""
+        if heard is not None:
+            await self._consult(heard)
         rounds = 0
         while True:
             calls = await self._generate(reply, caller_ended_at, rounds < MAX_TOOL_ROUNDS, timing)
@@ -176,7 +180,11 @@ class Generation:
             # Tools were not offered this time: what was said stands, the calls are dropped.
             log.warning("the brain asked for tools it was not offered; ignored")
             return []
+        # Asked for in the line, so placed no earlier than it (a line queued behind another is
+        # placed where it begins to be heard): the brain reads the line before its calls.
         now = time.monotonic()
+        if reply.sentences:
+            now = max(now, reply.sentences[0][0])
         calls = [self.transcript.call(now, call) for call in tool_calls]
         await turns.report(timing, reply.first_media_at, self.transcript.elapsed, self.report)
         return calls
@@ -220,7 +228,25 @@ class Generation:
                     self._report_later("tool.called", use.event())
         return uses
 
-    async def consult(self, heard: str) -> None:
+    async def say_for_tool(self, line: str) -> None:
+        """A tool's line to the caller (a transfer's message), heard before the tool goes on."""
+        said = Reply()
+        await self.speaker.say(said, line)
+        await self.speaker.end_line(said)
+        self.lines.close_line(said, None)
+        await said.wait_for_playout()
+
+    async def _say_hold(self, line: str, caller_ended_at: float | None) -> None:
+        hold = Reply()
+        await self.speaker.say(hold, line)
+        await self.speaker.end_line(hold)
+        self.lines.close_line(hold, caller_ended_at)
+
+    async def _record_use(self, use: ToolUse) -> None:
+        self.transcript.answer(time.monotonic(), use.call, use.text)
+        self._report_later("tool.called", use.event())
+
+    async def _consult(self, heard: str) -> None:
         """``knowledge.auto``: the caller's words looked up before the brain is asked; what was
         found goes into the history as a ``knowledge_search`` call and its answer (the brain
         reads it, the transcript shows it) and into an ``agent.knowledge`` event. A search
@@ -245,24 +271,6 @@ class Generation:
         call = self.transcript.call(now, ToolCall(knowledge.TYPE, {"query": consulted.query}))
         self.transcript.answer(now, call, consulted.text)
         self._report_later("agent.knowledge", consulted.event)
-
-    async def say_for_tool(self, line: str) -> None:
-        """A tool's line to the caller (a transfer's message), heard before the tool goes on."""
-        said = Reply()
-        await self.speaker.say(said, line)
-        await self.speaker.end_line(said)
-        self.lines.close_line(said, None)
-        await said.wait_for_playout()
-
-    async def _say_hold(self, line: str, caller_ended_at: float | None) -> None:
-        hold = Reply()
-        await self.speaker.say(hold, line)
-        await self.speaker.end_line(hold)
-        self.lines.close_line(hold, caller_ended_at)
-
-    async def _record_use(self, use: ToolUse) -> None:
-        self.transcript.answer(time.monotonic(), use.call, use.text)
-        self._report_later("tool.called", use.event())
 
     def _report_later(self, type_: str, data: dict[str, Any]) -> None:
         """Write an event beside the conversation: a barge-in cancelling the line must not

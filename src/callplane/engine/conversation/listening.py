@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -28,6 +29,7 @@ from callplane.engine.conversation.endpointing import Endpointing
 from callplane.observability.metrics import observe_recognition
 from callplane.speech import executors
 from callplane.speech.base import Transcriber
+from callplane.speech.turn_model import TurnModelMissing, shared_model
 from callplane.speech.vad import SpeechPaused, SpeechStarted, TurnDetector, TurnEnded
 from callplane.telephony.base import SAMPLE_RATE, SAMPLE_WIDTH, AudioFrame, Connection, TextFrame
 
@@ -95,7 +97,8 @@ class Listener:
                 if isinstance(frame, TextFrame) and frame.text.strip():
                     now = time.monotonic()
                     yield CallerSpeaking(now)
-                    yield CallerSaid(frame.text.strip(), now, now)
+                    # The transcript places the line when it was said, if it was read later.
+                    yield CallerSaid(frame.text.strip(), min(frame.said_at or now, now), now)
         else:
             async for event in self._audio_events():
                 yield event
@@ -125,8 +128,9 @@ class Listener:
         #: Set when the guess's text will never be used.
         abandon = threading.Event()
         guessed_audio = b""
-        #: The pause's guess whose text still has to set how long this turn waits.
-        deciding: asyncio.Task[str] | None = None
+        #: The pause's guess (and the model's verdict) that still has to set how long this turn
+        #: waits.
+        deciding: asyncio.Task[tuple[str, float | None]] | None = None
         delivered: asyncio.Task[None] | None = None
         try:
             while True:
@@ -155,7 +159,7 @@ class Listener:
                         if self._endpointing is not None:
                             # Until this pause's text is known, the longest wait holds.
                             detector.end_after(self._endpointing.longest_ms)
-                            deciding = guess
+                            deciding = asyncio.create_task(self._judge(guess, event.audio))
                     elif isinstance(event, TurnEnded):
                         if self._endpointing is not None:
                             detector.end_after(self._endpointing.longest_ms)
@@ -187,12 +191,24 @@ class Listener:
                 await pump
             out.put_nowait(None)
 
-    def _decide(self, detector: TurnDetector, guess: asyncio.Task[str]) -> None:
-        """The pause's text sets the turn's wait, if the caller has stayed silent since: had
-        they spoken again, a later pause brings its own guess."""
+    def _decide(
+        self, detector: TurnDetector, judged: asyncio.Task[tuple[str, float | None]]
+    ) -> None:
+        """The pause's text (and voice) set the turn's wait, if the caller has stayed silent
+        since: had they spoken again, a later pause brings its own guess."""
         assert self._endpointing is not None
-        if detector.silent_ms >= self._endpointing.pause_ms and not guess.cancelled():
-            detector.end_after(self._endpointing.wait_ms(guess.result()))
+        if detector.silent_ms >= self._endpointing.pause_ms and not judged.cancelled():
+            detector.end_after(self._endpointing.wait_ms(*judged.result()))
+
+    async def _judge(self, guess: asyncio.Task[str], pcm: bytes) -> tuple[str, float | None]:
+        """The pause's text and, in ``model`` mode, how finished the voice sounds: the model
+        hears the audio while the recogniser reads it, so the verdict costs no extra wait."""
+        assert self._endpointing is not None
+        if self._endpointing.mode != "model":
+            return await guess, None
+        scoring = asyncio.create_task(_score_turn(*self._connection.recognition_audio(pcm)))
+        text = await guess
+        return text, await scoring
 
     async def _pump(self, inbox: asyncio.Queue[bytes | None]) -> None:
         try:
@@ -222,6 +238,27 @@ class Listener:
             log.exception("speech recognition failed on a caller turn")
             return ""
         return " ".join(s.text.strip() for s in segments if s.text.strip())
+
+
+async def _score_turn(pcm: bytes, rate: int) -> float | None:
+    """The end-of-turn model's probability that the turn is complete, or None when the model
+    cannot say (not installed, or it failed): the text alone decides then."""
+    try:
+        return await executors.run("turn", _probability, pcm, rate)
+    except TurnModelMissing as exc:
+        _warn_once(str(exc))
+    except Exception:
+        log.exception("the end-of-turn model failed on a pause")
+    return None
+
+
+def _probability(pcm: bytes, rate: int) -> float:
+    return shared_model().probability(pcm, rate)
+
+
+@functools.cache
+def _warn_once(why: str) -> None:
+    log.warning("CALLPLANE_ENDPOINTING=model decides as smart: %s", why)
 
 
 async def _deliver(

@@ -16,9 +16,11 @@ stops, the reply is cancelled, and what the caller heard of it is what the trans
 The agent (``AgentSpec``, agent.py) decides the rest: its prompt, opening, model; the call
 ends when the brain asks ``end_call`` or a line holds an end-call phrase (once the line has
 been heard), at the maximum length, after a silence (with a closing line), or at a voicemail
-(hung up at once, or once a message left after the greeting). A brain that fails or times out
-gets a short apology and a hang-up — the call ends ``completed``, never hung — and an event
-saying why (one busy or unreachable brain is asked again first, in ``generation.py``).
+(hung up at once, or once a message left after the greeting's beep or the quiet after it). A
+brain that fails or times out gets a short apology and a hang-up — the call ends ``completed``,
+never hung — and an event saying why (one busy or unreachable brain is asked again first, in
+``generation.py``). The agent's disclosure, if it has one, is said before anything else and no
+barge-in cuts it off (docs/answering-machines.md).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ from callplane.observability import metrics, turns
 from callplane.speech.answering import GreetingEnd
 from callplane.telephony.base import Connection
 from callplane.tools import ToolContext
+from callplane.tools.opt_out import GOODBYE as OPT_OUT_GOODBYE
+from callplane.tools.opt_out import OPTED_OUT, opt_out
 from callplane.tools.toolbox import Toolbox
 
 __all__ = ["Report", "TranscriptLog", "TurnLoop"]
@@ -288,6 +292,9 @@ class TurnLoop:
                 await self._barge_in(reply)
             await self._settle()
             self.transcript.say(event.started_at, "user", event.text)
+            if not self._awaiting_greeting and self.spec.opts_out(event.text):
+                self._opt_out()
+                return
             if self._awaiting_greeting:
                 # Audio: the greeting ends at its beep or after quiet (``GreetingOver``); a
                 # text line has only the greeting's words to go by.
@@ -350,9 +357,7 @@ class TurnLoop:
         """The brain's answer (``generation.py``: its requests and tool rounds); then what the
         answer's last line decides: the call ends after it, or the conversation goes on."""
         assert self._generation is not None
-        if heard is not None:
-            await self._generation.consult(heard)
-        answered = await self._generation.answer(reply, caller_ended_at, timing)
+        answered = await self._generation.answer(reply, caller_ended_at, timing, heard)
         if answered.failed:
             return  # apologised, hung up
         last = answered.reply
@@ -400,6 +405,20 @@ class TurnLoop:
             if reply.sentences:
                 at = max(at, reply.sentences[0][0])
             reply.entry = self.transcript.say(at, "assistant", reply.text)
+
+    def _opt_out(self) -> None:
+        """The caller said they do not want to be called again: listed, a goodbye, the end
+        (as the ``opt_out`` tool does, whatever the brain would have answered)."""
+        self._ending = True
+
+        async def line(reply: Reply) -> None:
+            try:
+                await opt_out(self.tool_context or ToolContext(connection=self.connection))
+            except Exception:
+                log.exception("could not put the caller's number on the do-not-call list")
+            await self._say_line(reply, OPT_OUT_GOODBYE, then_end=OPTED_OUT)
+
+        self._start(line)
 
     async def _close_for_silence(self) -> None:
         self._ending = True
