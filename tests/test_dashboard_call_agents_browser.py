@@ -1,0 +1,39 @@
+"""The calls list's Agent column and filters, and a call's agent line, in Chromium (issue 40)."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from tests import test_dashboard_browser as shared
+
+server, browser, tenant, page = shared.server, shared.browser, shared.tenant, shared.page
+Tenant, shot = shared.Tenant, shared.shot
+
+
+def test_a_call_names_its_agent_and_the_list_filters_by_agent(
+    page: Page, tenant: shared.Tenant
+) -> None:
+    agent = tenant.api.post("/agents", json={"name": "Riley", "config": {"first_message": "Hi."}})
+    assert agent.status_code == 201, agent.text
+    agent_id = agent.json()["agent"]["id"]
+    made = tenant.api.post(
+        f"/agents/{agent_id}/commits",
+        json={"message": "Friendlier greeting", "changes": {"first_message": "Hello!"}},
+    )
+    assert made.status_code == 201, made.text
+    called = tenant.api.post("/calls", json={"to_number": "+14155550130", "agent_id": agent_id})
+    assert called.status_code == 201, called.text
+    tenant.api.post("/calls", json={"to_number": "+14155550131"})
+    shared.sign_in(page, tenant)
+    page.get_by_label("Agent").select_option(label="Riley")
+    expect(page.get_by_text("1 call.")).to_be_visible()
+    row = page.get_by_role("row").filter(has_text="+14155550130")
+    expect(row.get_by_role("link", name="Riley")).to_be_visible()
+    shot(page, "calls-filtered-by-agent")
+    row.get_by_role("link").first.click()
+    line = page.locator("#call-agent")
+    expect(line).to_contain_text("Riley on branch main, commit")
+    expect(line).to_contain_text("Friendlier greeting")
+    shot(page, "call-agent")
+    line.get_by_role("link", name="Riley").click()
+    expect(page.get_by_role("heading", name="Riley")).to_be_visible()
