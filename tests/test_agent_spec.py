@@ -154,3 +154,5 @@ def test_a_stored_key_that_breaks_todays_rules_is_left_out_not_the_call() -> Non
     spec = resolve_agent_spec(_settings(), Fields(), stored)
     assert spec.prompt == "Hello." and spec.temperature is None
     assert spec.tools == ({"type": "send_dtmf", "name": "send_dtmf"},)
+    garbled = resolve_agent_spec(_settings(), Fields(), {"tools": 5, "keyterms": "x"})
+    assert garbled.tools == () and garbled.keyterms == ()

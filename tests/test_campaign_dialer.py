@@ -274,3 +274,37 @@ async def test_a_person_who_says_stop_calling_is_listed_and_opted_out(
         # Listed now: a plain call to the number is refused too.
         refused = await client.post("/v1/calls", json={"to_number": PERSON}, headers=org.headers)
         assert refused.status_code == 422
+
+
+async def test_the_inbound_reserve_is_never_used_by_a_campaign(make_app: AppFactory) -> None:
+    app = await engine_app(
+        make_app, worker_concurrency=3, inbound_reserve=2, simulated_call_seconds=0.5
+    )
+    org = await org_with_agent(app)
+    async with client_for(app) as client:
+        campaign = await create_campaign(
+            client,
+            org,
+            schedule=open_schedule(),
+            pacing={"max_concurrent": 5, "calls_per_minute": 6000},
+        )
+        cid = campaign["id"]
+        numbers = [f"+1555000{n}" for n in range(1500, 1504)]
+        await client.post(
+            f"/v1/campaigns/{cid}/recipients",
+            json={"recipients": [{"phone_number": n} for n in numbers]},
+            headers=org.headers,
+        )
+        await client.post(f"/v1/campaigns/{cid}/start", headers=org.headers)
+        await _until(client, org, cid, lambda c: c["status"] == "completed")
+        people = await _recipients(client, org, cid)
+        spans = []
+        for person in people.values():
+            events = await events_of(client, org, person["call_ids"][0])
+            at = {e["type"]: _at(e["at"]) for e in events}
+            spans.append((at["call.dialing"], at["call.ended"]))
+    # One slot of three for the campaign: its calls never overlapped.
+    spans.sort()
+    assert all(
+        earlier[1] <= later[0] for earlier, later in zip(spans[:-1], spans[1:], strict=True)
+    ), spans

@@ -100,3 +100,16 @@ def test_zones_come_from_the_recipient_then_the_schedule_then_the_number() -> No
     assert recipient_zones(WEEKDAYS_9_TO_17, "+33612345678", "Asia/Tokyo") == ("Asia/Tokyo",)
     fixed = {**WEEKDAYS_9_TO_17, "timezone": "Europe/Berlin"}
     assert recipient_zones(fixed, "+33612345678", None) == ("Europe/Berlin",)
+
+
+def test_the_e164_shortcut_agrees_with_phonenumbers() -> None:
+    import random
+
+    from callplane.kit import e164
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "+1" + str(rng.randint(2, 9)) + "".join(str(rng.randint(0, 9)) for _ in range(9))
+        assert e164.phone_number(text) == e164.e164(text) == text
+    for refused in ("+10125550100", "+11125550100", "+1212555010", "+121255501000"):
+        assert not e164._NANP_E164.fullmatch(refused)

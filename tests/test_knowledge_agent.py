@@ -208,3 +208,19 @@ async def test_auto_on_a_simulated_call_feeds_the_brain_and_writes_an_event(make
     assert found[0]["data"]["duration_ms"] >= 0
     told = [m["content"] for r in requests for m in r["messages"] if m["role"] == "tool"]
     assert any("repaired under the warranty" in text for text in told)
+
+
+def test_what_the_brain_reads_is_whole_json_within_its_budget():
+    import uuid
+
+    from callplane.knowledge.search import Hit
+
+    text = 'He said "no" \\ twice. ' * 60  # quotes and backslashes cost two characters each
+    hits = [Hit(uuid.uuid4(), f"Doc {n} › Part", text, 1.0 / (n + 1)) for n in range(5)]
+    for budget in (300, 1_600, knowledge.RESULT_BUDGET):
+        shown = json.dumps(knowledge.found(hits, budget), ensure_ascii=False, separators=(",", ":"))
+        assert len(shown) <= budget
+        results = json.loads(shown)["results"]
+        assert results and results[0]["title"] == "Doc 0 › Part"
+        assert all(r["text"] == text for r in results[:-1]) and results[-1]["text"].endswith("…")
+    assert knowledge.RESULT_BUDGET <= RESULT_CHARS

@@ -217,6 +217,9 @@ UPWARD = {
     # A merge asks the agent's tests whether it may go ahead (the merge gate): the one arrow from
     # agents into the tests that are built on agents.
     ("callplane.agents.branches", "callplane.agent_tests.gate"),
+    # The opt_out tool puts the caller's number on the do-not-call list, whose rules are the
+    # campaigns' (it is their list first).
+    ("callplane.tools.opt_out", "callplane.campaigns.donotcall"),
     # An API key is resolved to its organization by the organizations' service.
     ("callplane.http.auth", "callplane.orgs.service"),
 }

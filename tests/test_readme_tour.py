@@ -5,6 +5,7 @@ is what the server prints (``tests/readme_tour.py`` reads the markup)."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -71,6 +72,8 @@ def test_the_readme_tour_prints_what_it_documents(database_url: str, tmp_path: P
         text = readme_tour.script(tour, marker)
         text = text.replace(DOCUMENTED_KEY, f"export KEY={org.api_key}")
         text = text.replace(DOCUMENTED_URL, server.url)
+        # The tour runs elsewhere than the checkout: the CLI is this environment's.
+        text = text.replace(".venv/bin/callplane", str(Path(sys.executable).parent / "callplane"))
         ran = subprocess.run(
             ["bash", "-c", text],
             cwd=tmp_path,

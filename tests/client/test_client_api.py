@@ -125,6 +125,10 @@ METHODS = {
     "get_document": "knowledge_bases.get_document",
     "delete_document": "knowledge_bases.delete_document",
     "search_knowledge_base": "knowledge_bases.search",
+    "create_api_key": "api_keys.create",
+    "list_api_keys": "api_keys.list",
+    "delete_api_key": "api_keys.delete",
+    "list_audit_events": "audit_log.list",
 }
 #: Routes a client of the API key does not call: signed URLs are used as they are.
 NOT_CLIENT_ROUTES = {"recording_audio"}
@@ -358,6 +362,21 @@ def test_campaigns_and_suppressions(server) -> None:
             api.calls.create("+14155550100")
         assert blocked.value.status_code == 422
         assert api.suppressions.delete("+14155550100").success is True
+
+
+def test_scoped_keys_and_the_audit_log(server) -> None:
+    url, key = server
+    with Callplane(key, base_url=url) as api:
+        made = api.api_keys.create("reporting", ["calls:read"])
+        assert made.key and made.key.startswith("cp_") and made.scopes == ["calls:read"]
+        assert made.id in [k.id for k in api.api_keys.list().items]
+        with Callplane(made.key, base_url=url) as reader, pytest.raises(APIError) as refused:
+            reader.agents.list()
+        assert refused.value.status_code == 403 and "agents:read" in refused.value.message
+        assert api.api_keys.delete(made.id).success
+        events = api.audit_log.list(action="api_keys.create_api_key").items
+        assert [e.resource_id for e in events] == [str(made.id)]
+        assert len(list(api.audit_log.iter(resource_id=str(made.id)))) == 2
 
 
 def test_custom_data(server) -> None:

@@ -55,12 +55,16 @@ def check(
     *,
     ended: bool,
     reply_ms: Sequence[int] = (),
+    heard: Sequence[str] | None = None,
 ) -> list[str]:
+    """``heard``: audio mode's agent lines as recognised, checked instead of the text."""
     failures: list[str] = []
     calls = tool_calls(transcript)
-    lines = agent_lines(transcript)
+    lines = list(heard) if heard is not None else agent_lines(transcript)
     said = "\n".join(lines)
-    quoted = " / ".join(f'"{line}"' for line in lines) or "nothing"
+    quoted = "said " + (" / ".join(f'"{line}"' for line in lines) or "nothing")
+    if heard is not None:
+        quoted = "was heard saying " + quoted.removeprefix("said ")
     position = 0
     for index, wanted in enumerate(expect.get("tool_calls", [])):
         name, arguments = wanted["name"], wanted.get("arguments", {})
@@ -92,7 +96,7 @@ def check(
             if matched is None:
                 failures.append(f"{where} took too long to match (a pattern that backtracks)")
             elif matched != wanted_match:
-                failures.append(f"{where}: expected the agent {verb} it, it said {quoted}")
+                failures.append(f"{where}: expected the agent {verb} it, it {quoted}")
     names = {c[0] for c in calls}
     outcomes = {
         "ended": ended,

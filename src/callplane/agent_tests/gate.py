@@ -22,6 +22,19 @@ async def require_passing_tests(
 ) -> None:
     if not agent.merge_requires_passing_tests:
         return
+    problems = await gate_problems(session, organization_id, agent, commit_id)
+    if problems:
+        raise Conflict(
+            f"Merging {branch} needs a passing run of every test on its head ({commit_id}): "
+            + "; ".join(problems),
+            errors=problems,
+        )
+
+
+async def gate_problems(
+    session: AsyncSession, organization_id: int, agent: Agent, commit_id: uuid.UUID
+) -> list[str]:
+    """``failing: NAME`` and ``missing: NAME`` for each test that has not passed on the commit."""
     names = list(
         await session.scalars(
             select_owned(AgentTest, organization_id, AgentTest.name)
@@ -45,9 +58,4 @@ async def require_passing_tests(
             latest.setdefault(result["test"], bool(result["passed"]))
     problems = [f"failing: {n}" for n in names if latest.get(n) is False]
     problems += [f"missing: {n}" for n in names if n not in latest]
-    if problems:
-        raise Conflict(
-            f"Merging {branch} needs a passing run of every test on its head ({commit_id}): "
-            + "; ".join(problems),
-            errors=problems,
-        )
+    return problems

@@ -8,7 +8,7 @@ their mocks; the agent's replies are timed from the caller's line to the reply's
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from callplane.agents.conversations import Scene, rounds
 from callplane.agents.text_tools import ToolRunner
 from callplane.brain.base import Brain
 from callplane.brain.history import ChatHistory, Said
+from callplane.runtime import Runtime
 
 
 @dataclass
@@ -24,6 +25,8 @@ class Played:
     history: ChatHistory = field(default_factory=ChatHistory)
     ended: bool = False
     reply_ms: list[int] = field(default_factory=list)
+    #: Audio mode: the agent's replies as the recogniser heard them.
+    heard: list[str] | None = None
 
     @property
     def transcript(self) -> list[dict[str, Any]]:
@@ -60,3 +63,10 @@ async def play_text(
         if played.ended:
             break
     return played
+
+
+#: Audio mode's player (the engine's ``agent_audio.play_audio``): one repetition of a test,
+#: spoken; ``(runtime, brain, config, commit_id, test, caller_model)``.
+AudioPlayer = Callable[
+    [Runtime, Brain, Mapping[str, Any], str, Mapping[str, Any], str | None], Awaitable[Played]
+]

@@ -9,12 +9,12 @@ that could not be judged must never read as passed or failed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from callplane.agent_tests.checks import check
 from callplane.agent_tests.judge import UnreadableVerdict, judge_model, verdict
-from callplane.agent_tests.playing import play_text
+from callplane.agent_tests.playing import AudioPlayer, Played, play_text
 from callplane.agent_tests.queue import Claim
 from callplane.agents.conversations import Scene, prepare
 from callplane.agents.service import load_commit_to_run
@@ -24,6 +24,8 @@ from callplane.brain.build import build_brain
 from callplane.errors import InvalidInput
 from callplane.runtime import Runtime
 from callplane.tools.toolbox import Toolbox
+
+Player = Callable[[dict[str, Any], dict[str, Any]], Awaitable[Played]]
 
 #: Tests of one run in conversation at once (each waits on the model, not on this process).
 CONCURRENCY = 8
@@ -38,8 +40,12 @@ def tools_of(config: Mapping[str, Any]) -> set[str]:
     return set(Toolbox.from_configs(config.get("tools", [])).tools)
 
 
-async def run_tests(runtime: Runtime, claim: Claim) -> tuple[str, list[dict[str, Any]], str | None]:
-    """The run's status, results and error."""
+async def run_tests(
+    runtime: Runtime, claim: Claim, audio: AudioPlayer | None = None
+) -> tuple[str, list[dict[str, Any]], str | None]:
+    """The run's status, results and error; ``audio`` plays audio-mode runs (the engine's)."""
+    if claim.mode == "audio" and audio is None:
+        return "error", [], "audio mode is not available on this worker"
     tests: list[dict[str, Any]] = claim.work.get("tests", [])
     scenes: dict[str, Scene | str] = {}
     async with runtime.db.session(write=False) as session:
@@ -60,12 +66,24 @@ async def run_tests(runtime: Runtime, claim: Claim) -> tuple[str, list[dict[str,
     brain = build_brain(runtime.settings)
     if brain is None:
         return "error", [], "No language model is configured (CALLPLANE_LLM_BASE_URL)"
-    limit = asyncio.Semaphore(CONCURRENCY)
     model = judge_model(runtime.settings)
+
+    # Audio runs in real time and holds the machine's recogniser: one test at a time.
+    limit = asyncio.Semaphore(1 if claim.mode == "audio" else CONCURRENCY)
+    player = None
+    if claim.mode == "audio" and audio is not None:
+        spoken = audio
+
+        async def player_of(config: dict[str, Any], test: dict[str, Any]) -> Played:
+            return await spoken(runtime, brain, config, str(claim.commit_id), test, model)
+
+        player = player_of
 
     async def one(test: dict[str, Any]) -> dict[str, Any]:
         async with limit:
-            return await _test_result(brain, model, commit.config, test, scenes[test["name"]])
+            return await _test_result(
+                brain, model, commit.config, test, scenes[test["name"]], player
+            )
 
     failure: str | None = None
     try:
@@ -89,8 +107,12 @@ async def _test_result(
     config: dict[str, Any],
     test: dict[str, Any],
     scene: Scene | str,
+    player: Player | None = None,
 ) -> dict[str, Any]:
-    runs = [await _one_run(brain, model, config, test, scene) for _ in range(test.get("repeat", 1))]
+    runs = [
+        await _one_run(brain, model, config, test, scene, player)
+        for _ in range(test.get("repeat", 1))
+    ]
     rate = sum(r["passed"] for r in runs) / len(runs)
     return {
         "test": test["name"],
@@ -106,6 +128,7 @@ async def _one_run(
     config: dict[str, Any],
     test: dict[str, Any],
     scene: Scene | str,
+    player: Player | None = None,
 ) -> dict[str, Any]:
     if isinstance(scene, str):
         return {"passed": False, "failures": [scene], "transcript": [], "reply_ms": []}
@@ -115,10 +138,19 @@ async def _one_run(
     if missing:
         failures = [f"mocks.{name}: the commit has no tool {name}" for name in missing]
         return {"passed": False, "failures": failures, "transcript": [], "reply_ms": []}
-    played = await play_text(
-        brain, Mocked(test.get("mocks", {})), config, test, scene, caller_model=model
+    if player is not None:
+        played = await player(config, test)
+    else:
+        played = await play_text(
+            brain, Mocked(test.get("mocks", {})), config, test, scene, caller_model=model
+        )
+    failures = check(
+        test.get("expect", {}),
+        played.transcript,
+        ended=played.ended,
+        reply_ms=played.reply_ms if player is not None else (),
+        heard=played.heard,
     )
-    failures = check(test.get("expect", {}), played.transcript, ended=played.ended)
     for index, criterion in enumerate(test.get("judge", [])):
         passed, reason = await verdict(brain, model, criterion, played.transcript)
         if not passed:
@@ -127,5 +159,5 @@ async def _one_run(
         "passed": not failures,
         "failures": failures,
         "transcript": played.transcript,
-        "reply_ms": [],
+        "reply_ms": played.reply_ms if player is not None else [],
     }

@@ -200,8 +200,6 @@ async def start_run(
 ) -> AgentRun:
     """A run of the named tests (all by default) on ``ref``, for the workers to take. The tests
     are copied into the run: changing or deleting one later does not change the run."""
-    if mode == "audio":
-        raise InvalidInput("mode: audio runs are not available in this version", loc=("body",))
     agent = await get_agent(session, organization_id, agent_uuid)
     commit = await resolve_ref(session, organization_id, agent.id, ref)
     if commit is None:

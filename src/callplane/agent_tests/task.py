@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agent_tests import queue
+from callplane.agent_tests.playing import AudioPlayer
 from callplane.agent_tests.replaying import run_replay
 from callplane.agent_tests.running import run_tests
 from callplane.jobs import TaskContext, WorkerTask
@@ -46,7 +47,7 @@ async def _keep_lease(ctx: TaskContext, claim: queue.Claim) -> None:
             return
 
 
-async def run_next(ctx: TaskContext) -> bool:
+async def run_next(ctx: TaskContext, audio: AudioPlayer | None = None) -> bool:
     """Claim and work through one run; False when none is waiting."""
     async with ctx.runtime.db.session(write=False) as session:
         if not await queue.run_waiting(session):
@@ -60,8 +61,10 @@ async def run_next(ctx: TaskContext) -> bool:
     else:
         keeper = asyncio.create_task(_keep_lease(ctx, claim))
         try:
-            work = run_tests if claim.kind == "tests" else run_replay
-            outcome = await work(ctx.runtime, claim)
+            if claim.kind == "tests":
+                outcome = await run_tests(ctx.runtime, claim, audio)
+            else:
+                outcome = await run_replay(ctx.runtime, claim)
         except Exception as exc:
             log.exception("agent run failed", extra={"run_id": str(claim.run_id)})
             outcome = ("error", [], f"the run failed unexpectedly: {exc.__class__.__name__}")
@@ -73,10 +76,16 @@ async def run_next(ctx: TaskContext) -> bool:
     return True
 
 
-async def _run(ctx: TaskContext) -> None:
-    await ctx.repeat(
-        run_next, interval=ctx.settings.worker_poll_seconds, wake_on=wakeups.AGENT_RUNS
-    )
+def agent_runs_task(audio: AudioPlayer | None = None) -> WorkerTask:
+    """The task; ``audio`` plays audio-mode runs (the engine gives its own: a domain does not
+    import the engine)."""
 
+    async def step(ctx: TaskContext) -> bool:
+        return await run_next(ctx, audio)
 
-AGENT_RUNS = WorkerTask("agent-runs", _run)
+    async def run(ctx: TaskContext) -> None:
+        await ctx.repeat(
+            step, interval=ctx.settings.worker_poll_seconds, wake_on=wakeups.AGENT_RUNS
+        )
+
+    return WorkerTask("agent-runs", run)

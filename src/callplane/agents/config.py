@@ -187,12 +187,16 @@ def read_config(stored: Mapping[str, Any]) -> AgentConfig:
             "a stored agent config breaks today's rules; left out: %s",
             ", ".join([*sorted(bad_keys), *(f"tools/{n}" for n in sorted(bad_tools))]),
         )
-        if bad_tools:
-            document["tools"] = [t for n, t in enumerate(document["tools"]) if n not in bad_tools]
-        for key in bad_keys:
-            document.pop(key, None)
-        if not bad_tools and not bad_keys:
-            return AgentConfig()
+        left_out = False
+        tools = document.get("tools")
+        if bad_tools and isinstance(tools, list):
+            document["tools"] = [t for n, t in enumerate(tools) if n not in bad_tools]
+            left_out = True
+        for key in bad_keys & document.keys():
+            del document[key]
+            left_out = True
+        if not left_out:
+            return AgentConfig()  # nothing left to leave out: the defaults
 
 
 def tool_names(config: dict[str, Any]) -> list[str]:

@@ -23,7 +23,9 @@ from callplane.models.audit import AuditEvent
 
 router = family_router(STATUS, scopes=AUDIT, tags=["audit log"])
 
-Filter = Annotated[str | None, Query(min_length=1, max_length=300)]
+
+def _filter(description: str) -> Any:
+    return Query(min_length=1, max_length=300, description=description)
 
 
 class EventOut(BaseModel):
@@ -64,9 +66,13 @@ def event_wire(event: AuditEvent) -> dict[str, Any]:
 async def list_audit_events(
     session: SessionDep,
     tenant: CurrentTenant,
-    actor: Filter = None,
-    action: Filter = None,
-    resource_id: Filter = None,
+    actor: Annotated[
+        str | None, _filter("Only events of this actor (`api_key:<id>`, `user:<email>`, `system`)")
+    ] = None,
+    action: Annotated[
+        str | None, _filter("Only events of this action, e.g. `agents.create_agent`")
+    ] = None,
+    resource_id: Annotated[str | None, _filter("Only events about this resource id")] = None,
     since: Annotated[UtcTimestamp | None, Query(description="Events at or after this time")] = None,
     until: Annotated[UtcTimestamp | None, Query(description="Events before this time")] = None,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,

@@ -276,6 +276,41 @@ async def create_call(
     campaign_id: uuid.UUID | None = None,
 ) -> Call:
     """A new enqueued call; ``campaign_id`` makes it an attempt of that campaign."""
+    call = await prepare_call(session, organization_id, body, campaign_id=campaign_id)
+    await add_call(session, call, body.tags)
+    return call
+
+
+async def add_calls(session: AsyncSession, calls: Sequence[Call]) -> None:
+    """Insert many prepared calls without tags (a campaign's attempts): one flush, one insert
+    of their searchable attributes."""
+    session.add_all(calls)
+    await session.flush()
+    await index_attributes(
+        session,
+        [
+            row
+            for call in calls
+            for row in attribute_rows(
+                call.organization_id,
+                call.id,
+                call.created_at,
+                call.params,
+                call.external_identifiers,
+            )
+        ],
+    )
+
+
+async def prepare_call(
+    session: AsyncSession,
+    organization_id: int,
+    body: CallCreate,
+    *,
+    campaign_id: uuid.UUID | None = None,
+) -> Call:
+    """The call ``POST /calls`` would create, checked (its agent resolved now, its references
+    known) but not yet added to the session."""
     agent = await resolve_agent(session, organization_id, body)
     await check_references(
         session,
@@ -316,7 +351,6 @@ async def create_call(
         created_at=now,
         updated_at=now,
     )
-    await add_call(session, call, body.tags)
     return call
 
 

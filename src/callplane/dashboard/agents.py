@@ -12,6 +12,7 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from callplane.agent_tests.gate import gate_problems
 from callplane.agents import branches, service, wire
 from callplane.agents.config import TOOL_TYPES, validate_config
 from callplane.agents.diff import diff as diff_configs
@@ -122,6 +123,9 @@ async def _page(
         }
         for c in commits
     ]
+    gate = None
+    if agent.merge_requires_passing_tests and head is not None and branch != MAIN:
+        gate = await gate_problems(session, org, agent, head.id)
     others = {k: v for k, v in config.items() if k not in EDITED}
     values = draft or {
         "prompt": config.get("prompt", ""),
@@ -147,6 +151,7 @@ async def _page(
         errors=errors or [],
         notice=notice or request.query_params.get("notice"),
         tool_types=TOOL_TYPES,
+        gate=gate,
     )
 
 

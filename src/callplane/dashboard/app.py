@@ -14,8 +14,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.dashboard import (
+    agent_tests,
     agents,
     calls,
+    campaigns,
     contacts,
     external_calls,
     keys,
@@ -43,6 +45,8 @@ PAGES = (
     external_calls.router,
     numbers.router,
     agents.router,
+    campaigns.router,
+    agent_tests.router,
     knowledge.router,
     webhooks.router,
     keys.router,

@@ -20,6 +20,7 @@ NAV = (
     ("external-calls", "External calls"),
     ("numbers", "Phone numbers"),
     ("agents", "Agents"),
+    ("campaigns", "Campaigns"),
     ("knowledge", "Knowledge"),
     ("webhooks", "Webhooks"),
     ("keys", "API keys"),

@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, select, text, tuple_
+from sqlalchemy import Select, bindparam, func, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agents.refs import MAIN
 from callplane.calls.events import NewCallEvent, record_call_events
 from callplane.calls.schemas import CallCreate
-from callplane.calls.service import create_call
+from callplane.calls.service import add_calls, prepare_call
 from callplane.campaigns import outcomes
 from callplane.campaigns.donotcall import suppressed_among
 from callplane.campaigns.hours import instant, next_open, recipient_zones
@@ -61,6 +61,19 @@ CAMPAIGNS_PER_ROUND = 100
 #: Due recipients read per campaign and round beyond those it may dial: the ones outside their
 #: hours are moved on to their next window meanwhile.
 LOOKAHEAD = 50
+_RECIPIENTS = CampaignRecipient.__table__
+#: Core, not the ORM entity: with a list of rows the ORM would take it for its own bulk update.
+_CALLING = (
+    update_owned(_RECIPIENTS, bindparam("org"))
+    .where(_RECIPIENTS.c.id == bindparam("recipient"))
+    .values(
+        status="calling",
+        attempts=bindparam("tries"),
+        current_call_id=bindparam("call"),
+        call_ids=bindparam("calls", type_=_RECIPIENTS.c.call_ids.type),
+        updated_at=bindparam("now", type_=_RECIPIENTS.c.updated_at.type),
+    )
+)
 _ORG_LOCK = text("SELECT pg_try_advisory_xact_lock(:space, :org)")
 
 
@@ -168,15 +181,24 @@ async def serve_campaign(
             await _move(session, recipient, status="exhausted", last_outcome="failed")
             continue
         created.append((recipient, call))
+    if created:
+        await add_calls(session, [call for _, call in created])
     claimed = await _claim(session, runtime, organization_id, worker_id, [c for _, c in created])
-    for recipient, call in created:
-        await _move(
-            session,
-            recipient,
-            status="calling",
-            attempts=recipient.attempts + 1,
-            current_call_id=call.id,
-            call_ids=[*recipient.call_ids, str(call.id)],
+    if created:
+        # One statement for all of them (executemany), not one round trip each.
+        await session.execute(
+            _CALLING,
+            [
+                {
+                    "org": organization_id,
+                    "recipient": recipient.id,
+                    "tries": recipient.attempts + 1,
+                    "call": call.id,
+                    "calls": [*recipient.call_ids, str(call.id)],
+                    "now": now,
+                }
+                for recipient, call in created
+            ],
         )
     if created:
         await session.execute(
@@ -208,8 +230,9 @@ def due_recipients(
 async def _attempt(
     session: AsyncSession, campaign: Campaign, recipient: CampaignRecipient
 ) -> Call | None:
-    """The attempt's call, created as ``POST /calls`` creates one; None when the call cannot be
-    made at all (its agent is gone, a required variable is missing)."""
+    """The attempt's call, prepared as ``POST /calls`` prepares one (its commit resolved now:
+    the branch head, or the pinned commit); None when the call cannot be made at all (its
+    agent is gone, a required variable is missing)."""
     try:
         body = CallCreate(
             to_number=recipient.phone_number,
@@ -224,7 +247,7 @@ async def _attempt(
             params={**campaign.params, **recipient.params},
         )
         # Everything that can refuse the call does so before anything is written.
-        return await create_call(session, campaign.organization_id, body, campaign_id=campaign.id)
+        return await prepare_call(session, campaign.organization_id, body, campaign_id=campaign.id)
     except (InvalidInput, ValueError) as exc:
         log.warning(
             "campaign attempt cannot be made",

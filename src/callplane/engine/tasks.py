@@ -6,8 +6,9 @@ on the worker's calls (``Switchboard``), so they are built for it.
 
 from __future__ import annotations
 
-from callplane.agent_tests.task import AGENT_RUNS
+from callplane.agent_tests.task import agent_runs_task
 from callplane.engine import calls, dialer, leases, retention
+from callplane.engine.agent_audio import play_audio
 from callplane.engine.switchboard import Switchboard
 from callplane.external_calls import transcription
 from callplane.jobs import WorkerTask
@@ -22,5 +23,5 @@ def worker_tasks(board: Switchboard) -> list[WorkerTask]:
         delivery.DELIVERY,
         transcription.TRANSCRIPTION,
         retention.RETENTION,
-        AGENT_RUNS,
+        agent_runs_task(play_audio),
     ]

@@ -19,6 +19,7 @@ contact's identifier (DESIGN §5) read the same string the same way.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
@@ -77,8 +78,17 @@ def _parse(text: str) -> str:
     return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
 
 
+#: A North American number already in E.164 (``+1``, then ten digits, the first 2-9): what
+#: ``phonenumbers`` would give back unchanged, as every such number is possible in every
+#: region of calling code 1. Checked first: a campaign's upload of 100,000 numbers would
+#: otherwise spend most of its time parsing them.
+_NANP_E164 = re.compile(r"\+1[2-9][0-9]{9}")
+
+
 def phone_number(text: str) -> str:
     """A call's number: phone text in E.164, anything else refused."""
+    if _NANP_E164.fullmatch(text):
+        return text
     check_visible(text)
     shaped = phone_text(text)
     if shaped is None:

@@ -186,7 +186,7 @@ def observe_claims(calls: Sequence[Call], now: Any) -> None:
 
 
 def observe_recognition(pcm_bytes: int, seconds: float) -> None:
-    """One recognition of ``pcm_bytes`` of 16-bit mono audio (``engine.listening``)."""
+    """One recognition of ``pcm_bytes`` of 16-bit mono audio (``engine.conversation.listening``)."""
     from callplane.telephony.base import SAMPLE_RATE, SAMPLE_WIDTH
 
     recognition_seconds.observe(seconds)

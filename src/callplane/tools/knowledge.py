@@ -40,6 +40,8 @@ AUTO_TOP_K = 3
 #: The most a ``knowledge_search`` result holds: under what the toolbox keeps of any result
 #: (``toolbox.RESULT_CHARS``), so the brain always reads whole JSON.
 RESULT_BUDGET = 1_950
+#: A chunk cut shorter than this is left out rather than shown.
+MIN_SHOWN = 80
 #: A search that takes longer is left out of the turn rather than holding up the reply.
 AUTO_TIMEOUT_SECONDS = 1.0
 
@@ -61,20 +63,30 @@ async def look_up(
 
 def found(hits: list[Hit], budget: int) -> dict[str, Any]:
     """The results as the brain reads them: best first, the last one cut short (and the rest
-    left out) where the budget of characters runs out."""
+    left out) where the budget of characters (of the JSON text) runs out."""
     results: list[dict[str, Any]] = []
-    left = budget - len('{"results":[]}')
     for hit in hits:
         entry = service.hit_wire(hit)
-        overhead = len(entry["document_id"]) + len(entry["title"]) + 70
-        room = left - overhead
-        if room < 80:
-            break
-        if len(entry["text"]) > room:
-            entry["text"] = entry["text"][: room - 1].rstrip() + "…"
-        left -= overhead + len(entry["text"])
         results.append(entry)
+        over = _size(results) - budget
+        if over <= 0:
+            continue
+        # The longest cut of this entry's text that fits (escaping makes some characters
+        # cost two): a binary search over its length.
+        whole, low, high = entry["text"], 0, len(entry["text"])
+        while low < high:
+            middle = (low + high + 1) // 2
+            entry["text"] = whole[:middle].rstrip() + "…"
+            low, high = (middle, high) if _size(results) <= budget else (low, middle - 1)
+        entry["text"] = whole[:low].rstrip() + "…"
+        if low < MIN_SHOWN:
+            results.pop()
+        break
     return {"results": results}
+
+
+def _size(results: list[dict[str, Any]]) -> int:
+    return len(orjson.dumps({"results": results}).decode())
 
 
 class KnowledgeSearchConfig(ToolConfig):

@@ -10,6 +10,7 @@ import httpx
 from callplane_client import _resources as r
 from callplane_client._agents import Agents
 from callplane_client._campaigns import Campaigns, Suppressions
+from callplane_client._governance import ApiKeys, AuditLog
 from callplane_client._knowledge import KnowledgeBases
 from callplane_client._transport import AsyncTransport, RetryPolicy, SyncTransport
 from callplane_client._web_calls import WebCalls
@@ -34,6 +35,8 @@ class _Resources:
     campaigns: Campaigns
     suppressions: Suppressions
     knowledge_bases: KnowledgeBases
+    api_keys: ApiKeys
+    audit_log: AuditLog
 
     def _attach(self, send: Any, is_async: bool) -> None:
         self.voices = r.Voices(send, is_async)
@@ -50,6 +53,8 @@ class _Resources:
         self.campaigns = Campaigns(send, is_async)
         self.suppressions = Suppressions(send, is_async)
         self.knowledge_bases = KnowledgeBases(send, is_async)
+        self.api_keys = ApiKeys(send, is_async)
+        self.audit_log = AuditLog(send, is_async)
 
 
 def _base(base_url: str) -> httpx.URL:

@@ -21,6 +21,8 @@ class TranscriptLog:
     #: Seconds since the call was answered, now.
     elapsed: Callable[[], float]
     history: ChatHistory = field(init=False)
+    #: Each call's stamp, by id: its answer is never placed before it.
+    _called: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.history = ChatHistory(transcript=self.entries)
@@ -34,11 +36,14 @@ class TranscriptLog:
     def call(self, at: float, call: ToolCall) -> ToolCall:
         """Record the brain's call; the call as the toolbox runs it, with the history's id."""
         call = replace(call, call_id=self.history.call_id())
-        self.history.add(ToolCalled(call.call_id, call.name, call.arguments, self._stamp(at)))
+        stamp = self._called[call.call_id] = self._stamp(at)
+        self.history.add(ToolCalled(call.call_id, call.name, call.arguments, stamp))
         return call
 
     def answer(self, at: float, call: ToolCall, text: str) -> None:
-        self.history.add(ToolAnswered(call.call_id, call.name, text, self._stamp(at)))
+        # A tool can answer before the line that asked for it has begun to be heard.
+        stamp = max(self._stamp(at), self._called.get(call.call_id, 0.0))
+        self.history.add(ToolAnswered(call.call_id, call.name, text, stamp))
 
     def messages(self, call_prompt: str | None) -> list[dict[str, Any]]:
         return self.history.messages(call_prompt)

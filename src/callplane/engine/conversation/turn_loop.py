@@ -399,7 +399,11 @@ class TurnLoop:
         if first_media_at is not None and caller_ended_at is not None:
             self.latencies.append(first_media_at - caller_ended_at)
         if reply.text:
+            # When the caller began hearing it: a line queued behind another (the opening
+            # behind the disclosure) is heard only once that one has been.
             at = first_media_at or time.monotonic()
+            if reply.sentences:
+                at = max(at, reply.sentences[0][0])
             reply.entry = self.transcript.say(at, "assistant", reply.text)
 
     def _opt_out(self) -> None:

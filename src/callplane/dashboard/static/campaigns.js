@@ -1,0 +1,9 @@
+// A chosen CSV file fills the textarea, so the form (text fields only) carries it and the
+// Preview button shows what it would add and reject before anything is created.
+document.querySelectorAll("input[type=file][data-fills]").forEach((input) => {
+  input.addEventListener("change", async () => {
+    const file = input.files && input.files[0];
+    if (!file) return;
+    document.getElementById(input.dataset.fills).value = await file.text();
+  });
+});
