@@ -8,8 +8,8 @@ from typing import Any
 
 from tests.agents_support import commit, create_agent
 from tests.conftest import client_for
-from tests.dashboard_support import browser_client, make_person, sign_in
-from tests.factories import make_org
+from tests.dashboard_support import browser_client, csrf_of, make_person, sign_in
+from tests.factories import load, make_org
 
 
 async def _call(client: Any, org: Any, to: str, **body: Any) -> str:
@@ -66,3 +66,66 @@ async def test_calls_show_their_agent_branch_and_commit_and_filter_by_them(make_
     assert f">{commit_id[:8]}</a> “A warmer greeting”" in page
     assert f"#commit-{commit_id}" in page and "Longer reasons" not in page
     assert "none (the call&#39;s own fields)" in bare or "none (the call's own fields)" in bare
+
+
+async def test_place_a_call_with_an_agent_and_branch(make_app: Any) -> None:
+    app = await make_app(worker="off")
+    org = await make_org(app)
+    async with client_for(app) as client:
+        riley = await create_agent(client, org, {"first_message": "Hi."})
+        await client.post(
+            f"/v1/agents/{riley['id']}/branches", headers=org.headers, json={"name": "warmer"}
+        )
+    person = await make_person(app, org)
+    async with browser_client(app) as browser:
+        await sign_in(browser, person.email, person.password)
+        form = await browser.get("/dashboard/calls/new")
+        assert f'<option value="{riley["id"]}">Riley</option>' in form.text
+        token = csrf_of(form)
+        placed = await browser.post(
+            "/dashboard/calls",
+            data={
+                "csrf_token": token,
+                "to_number": "+14155550140",
+                "agent_id": riley["id"],
+                "agent_branch_name": "warmer",
+            },
+        )
+        wrong = await browser.post(
+            "/dashboard/calls",
+            data={
+                "csrf_token": token,
+                "to_number": "+14155550141",
+                "agent_id": riley["id"],
+                "agent_branch_name": "nope",
+            },
+        )
+    assert placed.status_code == 303, placed.text
+    call_id = placed.headers["location"].rsplit("/", 1)[-1]
+    async with client_for(app) as client:
+        call = (await client.get(f"/v1/calls/{call_id}", headers=org.headers)).json()["call"]
+    assert call["agent_id"] == riley["id"] and call["agent_branch_name"] == "warmer"
+    assert wrong.status_code == 422 and "nope" in wrong.text
+    assert f'<option value="{riley["id"]}" selected>Riley</option>' in wrong.text
+
+
+async def test_analysis_results_read_as_fields(app: Any) -> None:
+    org = await make_org(app)
+    answered = {
+        "to_number": "+14155550150",
+        "status": "completed",
+        "summary": "The caller booked a cleaning.",
+        "analysis_results": [
+            {"prompt": "How did it go?", "result": {"sentiment": "positive", "booked": True}},
+            {"prompt": "Anything odd?", "result": None, "error": "invalid twice"},
+        ],
+    }
+    [call_id] = (await load(app, org, {"calls": [answered]}))["calls"]
+    person = await make_person(app, org)
+    async with browser_client(app) as browser:
+        await sign_in(browser, person.email, person.password)
+        page = (await browser.get(f"/dashboard/calls/{call_id}")).text
+    assert "<h3>How did it go?</h3>" in page
+    assert "<dt>sentiment</dt><dd>positive</dd>" in page and "<dt>booked</dt><dd>yes</dd>" in page
+    assert "No answer: invalid twice." in page
+    assert "The caller booked a cleaning." in page and '"sentiment"' not in page

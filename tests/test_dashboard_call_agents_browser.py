@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from playwright.sync_api import Page, expect
 
+from callplane.loader import load_document
 from tests import test_dashboard_browser as shared
 
 server, browser, tenant, page = shared.server, shared.browser, shared.tenant, shared.page
@@ -37,3 +40,30 @@ def test_a_call_names_its_agent_and_the_list_filters_by_agent(
     shot(page, "call-agent")
     line.get_by_role("link", name="Riley").click()
     expect(page.get_by_role("heading", name="Riley")).to_be_visible()
+
+
+def test_analysis_results_read_as_fields(page: Page, tenant: shared.Tenant, server: Any) -> None:
+    answered = {
+        "to_number": "+14155550160",
+        "status": "completed",
+        "summary": "The caller moved their cleaning to Friday at nine.",
+        "analysis_results": [
+            {"prompt": "How did the caller feel?", "result": {"sentiment": "positive"}},
+            {"prompt": "Was it booked?", "result": {"booked": True, "day": "Friday"}},
+        ],
+    }
+
+    async def work(session: Any) -> list[Any]:
+        created = await load_document(
+            session, server.settings, tenant.org_id, {"calls": [answered]}
+        )
+        return list(created["calls"])
+
+    [call_id] = server.setup(work)
+    shared.sign_in(page, tenant)
+    page.goto(f"/dashboard/calls/{call_id}")
+    feeling = page.get_by_role("region", name="How did the caller feel?")
+    expect(feeling).to_contain_text("sentiment")
+    expect(feeling).to_contain_text("positive")
+    expect(page.get_by_role("region", name="Was it booked?")).to_contain_text("yes")
+    shot(page, "call-analysis")

@@ -103,6 +103,7 @@ async def _new_call_page(
         status_code,
         section="calls",
         voices=voices,
+        agent_choices=await agent_choices(session, person.organization_id),
         values=values,
         errors=errors,
     )
@@ -116,9 +117,12 @@ async def new_call_page(request: Request, session: SessionDep, person: CurrentPe
 def _body(form: dict[str, str]) -> dict[str, Any]:
     """The form as the JSON body ``POST /v1/calls`` would receive (empty fields omitted)."""
     body: dict[str, Any] = {"to_number": form.get("to_number", "")}
-    for name in ("from_number", "voice_id", "first_message", "call_prompt", "language"):
+    names = ("from_number", "voice_id", "first_message", "call_prompt", "language", "agent_id")
+    for name in (*names, "agent_branch_name"):
         if form.get(name, "").strip():
             body[name] = form[name].strip()
+    if "agent_id" not in body:
+        body.pop("agent_branch_name", None)  # a branch means nothing without its agent
     if form.get("agent_speaks_first"):
         body["agent_speaks_first"] = True
     return body
