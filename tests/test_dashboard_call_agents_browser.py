@@ -67,3 +67,30 @@ def test_analysis_results_read_as_fields(page: Page, tenant: shared.Tenant, serv
     expect(feeling).to_contain_text("positive")
     expect(page.get_by_role("region", name="Was it booked?")).to_contain_text("yes")
     shot(page, "call-analysis")
+
+
+def test_the_agent_page_has_a_test_chat_beside_the_editor(
+    page: Page, tenant: shared.Tenant
+) -> None:
+    made = tenant.api.post(
+        "/agents",
+        json={"name": "Ada", "config": {"first_message": "Hi, Ada here.", "prompt": "Be kind."}},
+    )
+    assert made.status_code == 201, made.text
+    page.set_viewport_size({"width": 1400, "height": 900})
+    shared.sign_in(page, tenant)
+    page.goto(f"/dashboard/agents/{made.json()['agent']['id']}")
+    chat = page.get_by_role("region", name="Test chat with main")
+    editor = page.get_by_role("region", name="Edit and commit")
+    # Side by side on a wide screen.
+    chat_box, editor_box = chat.bounding_box(), editor.bounding_box()
+    assert chat_box is not None and editor_box is not None
+    assert chat_box["x"] > editor_box["x"] + editor_box["width"] - 1
+    chat.get_by_role("button", name="Start", exact=True).click()
+    expect(chat).to_contain_text("Agent: Hi, Ada here.")
+    chat.get_by_label("You say").fill("Hello?")
+    chat.get_by_role("button", name="Send").click()
+    expect(chat).to_contain_text("Caller: Hello?")
+    expect(chat).to_contain_text("Give the agent a brain")  # this server has none
+    expect(page.get_by_text("The first configuration")).to_be_visible()
+    shot(page, "agent-studio")

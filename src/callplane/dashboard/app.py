@@ -14,6 +14,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.dashboard import (
+    agent_chat,
     agent_tests,
     agents,
     calls,
@@ -45,6 +46,7 @@ PAGES = (
     external_calls.router,
     numbers.router,
     agents.router,
+    agent_chat.router,
     campaigns.router,
     agent_tests.router,
     knowledge.router,
