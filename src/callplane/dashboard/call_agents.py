@@ -79,3 +79,39 @@ async def agent_choices(session: AsyncSession, organization_id: int) -> list[tup
         .order_by(Agent.name, Agent.id)
     )
     return [(str(row.uuid), row.name) for row in rows]
+
+
+@dataclass(frozen=True)
+class CommitLabel:
+    agent_uuid: uuid.UUID
+    agent_name: str
+    #: The commit message's first line.
+    message: str
+
+
+async def commit_labels(
+    session: AsyncSession, organization_id: int, commit_ids: Iterable[str]
+) -> dict[str, CommitLabel]:
+    """Each commit's agent and message by the commit's id (ids that are no commit are left out)."""
+    wanted = set()
+    for commit_id in commit_ids:
+        try:
+            wanted.add(uuid.UUID(commit_id))
+        except ValueError:
+            continue
+    if not wanted:
+        return {}
+    rows = await session.execute(
+        select_owned(AgentCommit, organization_id, AgentCommit.id, AgentCommit.message)
+        .add_columns(Agent.uuid, Agent.name)
+        .join(Agent, Agent.id == AgentCommit.agent_id)
+        .where(Agent.organization_id == organization_id, AgentCommit.id.in_(wanted))
+    )
+    return {
+        str(commit_id): CommitLabel(agent_uuid, name, _first_line(message))
+        for commit_id, message, agent_uuid, name in rows
+    }
+
+
+def _first_line(message: str | None) -> str:
+    return message.splitlines()[0] if message else ""
