@@ -72,3 +72,27 @@ async def test_without_a_brain_the_chat_says_how_to_get_one(make_app: Any) -> No
         )
     assert answer.status_code == 200
     assert "Give the agent a brain" in answer.text and "Hello" in answer.text
+
+
+async def test_the_editor_plays_the_agents_voice(make_app: Any) -> None:
+    app = await make_app(worker="off")
+    org, other = await make_org(app), await make_org(app, "Other")
+    async with client_for(app) as client:
+        made = await client.post(
+            "/v1/voices", headers=org.headers, json={"name": "Ed", "engine": "espeak-ng:en-us"}
+        )
+        assert made.status_code == 201, made.text
+        voice_id = made.json()["id"]
+        agent = await create_agent(client, org, {"first_message": "Hi.", "voice_id": voice_id})
+    person, stranger = await make_person(app, org), await make_person(app, other)
+    async with browser_client(app) as browser:
+        await sign_in(browser, person.email, person.password)
+        page = (await browser.get(f"/dashboard/agents/{agent['id']}")).text
+        heard = await browser.get(f"/dashboard/voices/{voice_id}/preview")
+    async with browser_client(app) as browser:
+        await sign_in(browser, stranger.email, stranger.password)
+        theirs = await browser.get(f"/dashboard/voices/{voice_id}/preview")
+    assert f'src="/dashboard/voices/{voice_id}/preview"' in page
+    assert heard.status_code == 200 and heard.headers["content-type"] == "audio/wav"
+    assert heard.content[:4] == b"RIFF" and len(heard.content) > 8000
+    assert theirs.status_code == 404

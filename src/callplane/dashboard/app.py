@@ -28,6 +28,7 @@ from callplane.dashboard import (
     people,
     tables,
     talk,
+    voice_previews,
     webhooks,
 )
 from callplane.dashboard.rendering import build_environment, render
@@ -53,6 +54,7 @@ PAGES = (
     webhooks.router,
     keys.router,
     talk.router,
+    voice_previews.router,
 )
 
 # No inline script or style anywhere, so the policy can forbid both: injected markup cannot run.
