@@ -57,6 +57,19 @@ class Call(Base):
         # calls in dialing/in_progress whose lease ran out. The one calls index not led by
         # organization_id, because the dispatcher serves every organization.
         Index("ix_calls_status_created_at_id", "status", "created_at", "id"),
+        # The dashboard's calls filtered by the other party's number (either side of the call).
+        Index(
+            "ix_calls_organization_id_to_number_created_at",
+            "organization_id",
+            "to_number",
+            "created_at",
+        ),
+        Index(
+            "ix_calls_organization_id_from_number_created_at",
+            "organization_id",
+            "from_number",
+            "created_at",
+        ),
         # An agent's latest calls (replays of its last N calls).
         Index(
             "ix_calls_organization_id_agent_uuid_created_at",
