@@ -151,6 +151,11 @@ class AgentConfig(_Strict):
     languages: Annotated[dict[KnownLanguage, LanguagePreset], Field(max_length=50)] = {}
     #: The summary's language; unset: the call's.
     summary_language: KnownLanguage | None = None
+    #: Days after a call ends that its recording and transcript text are deleted
+    #: (``engine/call_retention.py``); None keeps them.
+    retention_days: Annotated[int, Field(ge=1, le=3_650)] | None = None
+    #: False: the call's audio is never stored at all.
+    store_recordings: bool | None = None
 
 
 def _path(loc: tuple[str | int, ...]) -> str:

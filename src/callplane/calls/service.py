@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import or_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agents.contacts import contact_data
@@ -74,6 +75,7 @@ def call_wire(call: Call, tags: list[dict[str, Any]], recording_url: str | None)
     for name in _TAIL:
         wire[name] = getattr(call, name)
     wire["campaign_id"] = uuid_text(call.campaign_id)
+    wire["transcript_deleted_at"] = call.transcript_deleted_at
     return wire
 
 
@@ -371,10 +373,17 @@ async def list_calls(
     direction: str | None,
     created_after: datetime | None,
     created_before: datetime | None,
+    agent_uuid: uuid.UUID | None = None,
+    number: str | None = None,
 ) -> tuple[Sequence[Call], int]:
+    """``agent_uuid`` and ``number`` (either party, E.164) narrow the dashboard's list."""
     query = select_owned(Call, organization_id)
     if status is not None:
         query = query.where(Call.status == status)
+    if agent_uuid is not None:
+        query = query.where(Call.agent_uuid == agent_uuid)
+    if number is not None:
+        query = query.where(or_(Call.to_number == number, Call.from_number == number))
     if direction is not None:
         query = query.where(Call.direction == direction)
     if created_after is not None:

@@ -33,7 +33,7 @@ from callplane.voices.service import list_voices
 router = dashboard_router()
 HISTORY = 20
 #: The editor's own fields; every other key is edited as JSON beside them.
-EDITED = ("prompt", "first_message", "voice_id", "tools")
+EDITED = ("prompt", "first_message", "voice_id", "language", "tools")
 
 
 def _author(person: Person) -> str:
@@ -131,6 +131,7 @@ async def _page(
         "prompt": config.get("prompt", ""),
         "first_message": config.get("first_message", ""),
         "voice_id": config.get("voice_id", ""),
+        "language": config.get("language", ""),
         "tools": json.dumps(config.get("tools", []), indent=2, ensure_ascii=False),
         "settings": json.dumps(others, indent=2, ensure_ascii=False),
         "message": "",
@@ -181,7 +182,7 @@ def _config_of(form: dict[str, str]) -> dict[str, Any]:
     if not isinstance(settings, dict):
         raise InvalidInput("Other settings: must be a JSON object")
     config = {k: v for k, v in settings.items() if k not in EDITED}
-    for key in ("prompt", "first_message", "voice_id"):
+    for key in ("prompt", "first_message", "voice_id", "language"):
         if form.get(key, "").strip():
             config[key] = form[key]
     tools = _json(form.get("tools", ""), "Tools")

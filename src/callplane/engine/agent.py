@@ -83,6 +83,8 @@ class AgentSpec:
     languages: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: The summary's language (None: the call's).
     summary_language: str | None = None
+    #: False (the config's ``store_recordings``): the call's audio is not kept.
+    store_recordings: bool = True
     #: ``{{names}}`` found nowhere, sorted (DESIGN §15: the ``agent.started`` event lists them).
     missing_variables: tuple[str, ...] = ()
 
@@ -186,6 +188,7 @@ def resolve_agent_spec(
             for tag, preset in commit.languages.items()
         },
         summary_language=commit.summary_language,
+        store_recordings=commit.store_recordings is not False,
     )
 
 

@@ -57,6 +57,19 @@ class Call(Base):
         # calls in dialing/in_progress whose lease ran out. The one calls index not led by
         # organization_id, because the dispatcher serves every organization.
         Index("ix_calls_status_created_at_id", "status", "created_at", "id"),
+        # The dashboard's calls filtered by the other party's number (either side of the call).
+        Index(
+            "ix_calls_organization_id_to_number_created_at",
+            "organization_id",
+            "to_number",
+            "created_at",
+        ),
+        Index(
+            "ix_calls_organization_id_from_number_created_at",
+            "organization_id",
+            "from_number",
+            "created_at",
+        ),
         # An agent's latest calls (replays of its last N calls).
         Index(
             "ix_calls_organization_id_agent_uuid_created_at",
@@ -72,6 +85,15 @@ class Call(Base):
             "screen_pop_token",
             sqlite_where=text("screen_pop_token IS NOT NULL"),
             postgresql_where=text("screen_pop_token IS NOT NULL"),
+        ),
+        # Retention: an agent commit's ended calls whose text is still kept, oldest first.
+        Index(
+            "ix_calls_organization_id_agent_commit_id_ended_at",
+            "organization_id",
+            "agent_commit_id",
+            "ended_at",
+            sqlite_where=text("transcript_deleted_at IS NULL"),
+            postgresql_where=text("transcript_deleted_at IS NULL"),
         ),
         # A campaign's attempts. Partial: other calls carry no campaign.
         Index(
@@ -118,6 +140,8 @@ class Call(Base):
     analyzers: Mapped[list[Any]] = mapped_column(default=list)
     analysis_results: Mapped[list[Any]] = mapped_column(default=list)
     summary: Mapped[str | None] = mapped_column(Text, default=None)
+    #: When retention deleted the transcript text and the recording (``engine/call_retention``).
+    transcript_deleted_at: Mapped[datetime | None] = mapped_column(default=None)
     keyterms: Mapped[list[str]] = mapped_column(default=list)
     #: What the agent says first when the call is answered (extension of POST /calls).
     first_message: Mapped[str | None] = mapped_column(Text, default=None)
