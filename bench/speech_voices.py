@@ -214,6 +214,8 @@ async def bench_capacity(
     sizes: list[int],
     arrivals: list[str],
     guesses: Sequence[int | None] = (None,),
+    caller_voice: str = "en-us",
+    caller_lines: Sequence[str] = CALLER_LINES,
 ) -> None:
     """Each size's reply latency, the mean of each phase of a turn (``observability.turns``:
     end of turn, recognition, brain's first token, first audio), to show which one grows, and
@@ -224,9 +226,9 @@ async def bench_capacity(
     synchronise). ``staggered``: the N calls start spread over one turn's cycle (a caller's line
     and the 2 s they listen), as independent calls overlap; only replies made while all N
     calls were up are counted, so the ramp up and down, with fewer calls, does not flatter it."""
-    espeak = EspeakSynthesizer()
+    espeak = EspeakSynthesizer(voice=caller_voice)
     lines = [
-        _trim(espeak.synthesize(CALLER_LINES[n % len(CALLER_LINES)], 8000)) for n in range(turns)
+        _trim(espeak.synthesize(caller_lines[n % len(caller_lines)], 8000)) for n in range(turns)
     ]
     line_seconds = statistics.fmean(len(pcm) / 16000 for pcm in lines)
     cycle = line_seconds + 2.5
@@ -330,6 +332,11 @@ def main() -> None:
         " values taking turns (default: the worker's)",
     )
     parser.add_argument(
+        "--capacity-language",
+        default="en",
+        help="capacity part: es runs Spanish calls (Whisper base, espeak-ng's Spanish voice)",
+    )
+    parser.add_argument(
         "--piper-processes", type=int, default=1, help="CALLPLANE_PIPER_PROCESSES for the voice"
     )
     args = parser.parse_args()
@@ -351,15 +358,23 @@ def main() -> None:
         if "languages" in parts:
             asyncio.run(bench_languages(args.turns))
         if "capacity" in parts:
+            spanish = args.capacity_language == "es"
+            hearing: Transcriber = transcriber
+            if spanish:
+                spec = AgentSpec(agent_speaks_first=False, language="es")
+                settings = Settings(_env_file=None)  # type: ignore[call-arg]
+                hearing = CallLanguage(settings, spec, call_overrides=set()).transcriber()
             asyncio.run(
                 bench_capacity(
-                    voices[PIPER],
-                    PIPER,
-                    transcriber,
+                    EspeakSynthesizer(voice="es") if spanish else voices[PIPER],
+                    "espeak-ng:es, Whisper base" if spanish else PIPER,
+                    hearing,
                     args.turns,
                     [int(n) for n in args.calls.split(",")],
                     args.arrivals.split(","),
                     [int(g) for g in args.guess_ms.split(",")] if args.guess_ms else (None,),
+                    caller_voice="es" if spanish else "en-us",
+                    caller_lines=SPANISH_LINES if spanish else CALLER_LINES,
                 )
             )
     finally:
