@@ -117,6 +117,10 @@ async def test_replaying_the_last_calls_shows_them_side_by_side(app):
         assert "<strong>Caller:</strong> Thanks, bye." in text
         assert '<em>book answered</em> <code>{"slot": "10:30"}</code>' in text
 
+        # The Tests tab lists it, to come back to.
+        page = await c.get(f"{base}/tests?branch=next")
+        assert f'<a href="{where}">1 call against next</a>' in page.text
+
     other = await make_org(app, "Other")
     stranger = await make_person(app, other)
     async with browser_client(app) as c:
