@@ -120,6 +120,11 @@ class AgentConfig(_Strict):
     summary_prompt: Annotated[SafeStr, StringConstraints(max_length=10_000)] | None = None
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
     knowledge: Knowledge | None = None
+    #: Days after a call ends that its recording and transcript text are deleted
+    #: (``engine/call_retention.py``); None keeps them.
+    retention_days: Annotated[int, Field(ge=1, le=3_650)] | None = None
+    #: False: the call's audio is never stored at all.
+    store_recordings: bool | None = None
 
 
 def _path(loc: tuple[str | int, ...]) -> str:

@@ -111,6 +111,7 @@ _CALL_COLUMNS = (
     "analyzers",
     "analysis_results",
     "summary",
+    "transcript_deleted_at",
     "keyterms",
     "first_message",
     "simulate",
@@ -329,6 +330,7 @@ def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
                 json(item.analyzers),
                 json(_stored(_ANALYSIS_RESULTS, item.analysis_results)),
                 item.summary,
+                None,  # retention has not deleted its transcript
                 json(item.keyterms),
                 item.first_message,
                 None,  # a loaded call is history: it is never dialled

@@ -92,6 +92,11 @@ class Call(BaseModel):
     campaign_id: UUID | None = Field(
         default=None, description="Extension: the campaign this call is an attempt of"
     )
+    transcript_deleted_at: datetime | None = Field(
+        default=None,
+        description="Extension: when retention deleted the call's recording and transcript "
+        "text (the agent's retention_days)",
+    )
 
 
 class SimulatedLine(BaseModel):

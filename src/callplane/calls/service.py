@@ -75,6 +75,7 @@ def call_wire(call: Call, tags: list[dict[str, Any]], recording_url: str | None)
     for name in _TAIL:
         wire[name] = getattr(call, name)
     wire["campaign_id"] = uuid_text(call.campaign_id)
+    wire["transcript_deleted_at"] = call.transcript_deleted_at
     return wire
 
 

@@ -78,6 +78,8 @@ class AgentSpec:
     #: ``knowledge`` (``{"knowledge_base_id", "auto"}``): with ``auto``, each caller turn is
     #: looked up there before the brain is asked.
     knowledge: Mapping[str, Any] | None = None
+    #: False (the config's ``store_recordings``): the call's audio is not kept.
+    store_recordings: bool = True
     #: ``{{names}}`` found nowhere, sorted (DESIGN §15: the ``agent.started`` event lists them).
     missing_variables: tuple[str, ...] = ()
 
@@ -169,6 +171,7 @@ def resolve_agent_spec(
         tools=tuple(_stored(tool) for tool in commit.tools),
         missing_variables=tuple(sorted(missing)),
         knowledge=_stored(commit.knowledge) if commit.knowledge is not None else None,
+        store_recordings=commit.store_recordings is not False,
     )
 
 

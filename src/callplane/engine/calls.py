@@ -175,7 +175,8 @@ async def _finish(
             # conversation noticed (its last words were still being recognised).
             by_recording = context.started_at + timedelta(seconds=recording.duration_seconds)
             ended_at = min(ended_at, by_recording)
-        if recording is not None and recording.data:
+        keep = context.spec is None or context.spec.store_recordings
+        if recording is not None and recording.data and keep:
             row = await put_call_recording(
                 board.jobs.runtime,
                 ref.organization_id,

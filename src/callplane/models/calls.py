@@ -86,6 +86,15 @@ class Call(Base):
             sqlite_where=text("screen_pop_token IS NOT NULL"),
             postgresql_where=text("screen_pop_token IS NOT NULL"),
         ),
+        # Retention: an agent commit's ended calls whose text is still kept, oldest first.
+        Index(
+            "ix_calls_organization_id_agent_commit_id_ended_at",
+            "organization_id",
+            "agent_commit_id",
+            "ended_at",
+            sqlite_where=text("transcript_deleted_at IS NULL"),
+            postgresql_where=text("transcript_deleted_at IS NULL"),
+        ),
         # A campaign's attempts. Partial: other calls carry no campaign.
         Index(
             "ix_calls_organization_id_campaign_id",
@@ -131,6 +140,8 @@ class Call(Base):
     analyzers: Mapped[list[Any]] = mapped_column(default=list)
     analysis_results: Mapped[list[Any]] = mapped_column(default=list)
     summary: Mapped[str | None] = mapped_column(Text, default=None)
+    #: When retention deleted the transcript text and the recording (``engine/call_retention``).
+    transcript_deleted_at: Mapped[datetime | None] = mapped_column(default=None)
     keyterms: Mapped[list[str]] = mapped_column(default=list)
     #: What the agent says first when the call is answered (extension of POST /calls).
     first_message: Mapped[str | None] = mapped_column(Text, default=None)
