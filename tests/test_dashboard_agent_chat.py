@@ -96,3 +96,41 @@ async def test_the_editor_plays_the_agents_voice(make_app: Any) -> None:
     assert heard.status_code == 200 and heard.headers["content-type"] == "audio/wav"
     assert heard.content[:4] == b"RIFF" and len(heard.content) > 8000
     assert theirs.status_code == 404
+
+
+async def test_a_tool_built_with_its_kinds_form_joins_the_draft(make_app: Any) -> None:
+    app = await make_app(worker="off")
+    org = await make_org(app)
+    async with client_for(app) as client:
+        agent = await create_agent(client, org, {"first_message": "Hi."})
+    person = await make_person(app, org)
+    base = {"branch": "main", "prompt": "Be kind.", "first_message": "Hi.", "tools": "[]"}
+    async with browser_client(app) as browser:
+        await sign_in(browser, person.email, person.password)
+        page = await browser.get(f"/dashboard/agents/{agent['id']}")
+        token = csrf_of(page)
+        url = f"/dashboard/agents/{agent['id']}/tools/add"
+        added = await browser.post(
+            url,
+            data={
+                **base,
+                "csrf_token": token,
+                "add_tool": "function",
+                "tool.function.name": "lookup_order",
+                "tool.function.url": "https://shop.example.com/orders",
+                "tool.function.parameters": '{"type": "object", "properties": {}}',
+                "tool.function.timeout_seconds": "5",
+            },
+        )
+        refused = await browser.post(
+            url,
+            data={**base, "csrf_token": token, "add_tool": "function", "tool.function.name": "x"},
+        )
+        committed_before = (await browser.get(f"/dashboard/agents/{agent['id']}")).text
+    assert 'name="tool.knowledge_search.knowledge_base_id"' in page.text
+    assert added.status_code == 200, added.text
+    assert "added to the draft" in added.text
+    assert "&#34;lookup_order&#34;" in added.text or "&quot;lookup_order&quot;" in added.text
+    assert '"timeout_seconds": 5' in added.text.replace("&#34;", '"').replace("&quot;", '"')
+    assert refused.status_code == 422 and "url" in refused.text
+    assert "lookup_order" not in committed_before  # a draft, not a commit

@@ -94,3 +94,29 @@ def test_the_agent_page_has_a_test_chat_beside_the_editor(
     expect(chat).to_contain_text("Give the agent a brain")  # this server has none
     expect(page.get_by_text("The first configuration")).to_be_visible()
     shot(page, "agent-studio")
+
+
+def test_a_tool_is_built_with_a_form_and_committed(page: Page, tenant: shared.Tenant) -> None:
+    made = tenant.api.post("/agents", json={"name": "Tess", "config": {"first_message": "Hi."}})
+    assert made.status_code == 201, made.text
+    agent_id = made.json()["agent"]["id"]
+    page.set_viewport_size({"width": 1400, "height": 900})
+    shared.sign_in(page, tenant)
+    page.goto(f"/dashboard/agents/{agent_id}")
+    page.get_by_text("Add a tool with a form").click()
+    page.locator("summary", has_text="transfer_call").click()
+    page.locator("#tool-transfer_call-name").fill("to_front_desk")
+    destinations = page.locator("#tool-transfer_call-destinations")
+    destinations.fill('[{"name": "front desk", "number": "+14155550199"}]')
+    shot(page, "agent-tool-form")
+    page.get_by_role("button", name="Add this transfer_call tool").click()
+    shot(page, "agent-tool-added")
+    expect(page.get_by_role("status")).to_contain_text("added to the draft")
+    expect(page.locator("#tools")).to_contain_text("to_front_desk")
+    page.get_by_label("Commit message").fill("A transfer to the front desk")
+    page.get_by_role("button", name="Commit to main").click()
+    expect(page.get_by_role("status")).to_contain_text("Committed.")
+    commits = tenant.api.get(f"/agents/{agent_id}/commits").json()["commits"]
+    assert commits[0]["message"] == "A transfer to the front desk"
+    head = tenant.api.get(f"/agents/{agent_id}/commits/{commits[0]['id']}").json()["commit"]
+    assert head["config"]["tools"][0]["name"] == "to_front_desk"

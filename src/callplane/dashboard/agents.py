@@ -23,6 +23,7 @@ from callplane.calls.schemas import CallCreate
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
+from callplane.dashboard.tool_forms import kinds, tool_from_form
 from callplane.errors import Conflict, InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.tenancy import select_owned
@@ -152,6 +153,7 @@ async def _page(
         errors=errors or [],
         notice=notice or request.query_params.get("notice"),
         tool_types=TOOL_TYPES,
+        tool_kinds=kinds(),
         gate=gate,
     )
 
@@ -220,6 +222,27 @@ async def commit(
         )
     notice = "Committed." if created else "Nothing changed: the config equals the head's."
     return _go(request, f"/agents/{agent_uuid}", branch=branch, notice=notice)
+
+
+@router.post("/agents/{agent_uuid}/tools/add")
+async def add_tool(
+    request: Request, agent_uuid: uuid.UUID, session: SessionDep, person: CurrentPerson
+) -> Response:
+    """A tool built with its kind's form, appended to the editor's draft (not committed)."""
+    form = await fields(request)
+    branch = form.get("branch", MAIN)
+    try:
+        tool = tool_from_form(form)
+        tools = _json(form.get("tools", ""), "Tools") or []
+        if not isinstance(tools, list):
+            raise InvalidInput("Tools: must be a JSON list to add a tool to")
+    except InvalidInput as exc:
+        return await _page(
+            request, session, person, agent_uuid, branch, 422, exc.errors, draft=form
+        )
+    draft = {**form, "tools": json.dumps([*tools, tool], indent=2, ensure_ascii=False)}
+    notice = f"Tool {tool.get('name') or tool['type']} added to the draft: commit to keep it."
+    return await _page(request, session, person, agent_uuid, branch, draft=draft, notice=notice)
 
 
 @router.post("/agents/{agent_uuid}/check")
