@@ -23,6 +23,26 @@ from tests.audio import transcriber
 @pytest.mark.parametrize(
     ("text", "kind"),
     [
+        ("Quiero reservar una cita para", "incomplete"),
+        ("Quiero una cita para el viernes.", "complete"),
+        ("¿Puede ayudarme?", "complete"),
+        ("Je voudrais réserver pour", "incomplete"),
+        ("Je voudrais un café.", "complete"),
+        ("Ich möchte einen Termin für", "incomplete"),
+        ("Das bin ich.", "complete"),
+        ("Eu queria marcar uma consulta para", "incomplete"),
+        ("Mi número es 415", "number"),
+        ("予約したいです。", "complete"),
+        ("J'ai une question.", "complete"),
+    ],
+)
+def test_other_languages_end_their_sentences_their_own_way(text: str, kind: str) -> None:
+    assert classify(text) == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
         ("I'd like to book a cleaning.", "complete"),
         ("Thank you.", "complete"),
         ("Is Friday free?", "complete"),
