@@ -1,4 +1,4 @@
-"""Benchmark: Piper vs espeak-ng, smart vs silence endpointing, side by side (DESIGN §16).
+"""Benchmark: Piper vs espeak-ng, smart vs silence endpointing, side by side (docs/voices.md).
 
     .venv/bin/python bench/speech_voices.py [--parts first,reply,capacity,languages] [--turns 8]
 

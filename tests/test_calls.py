@@ -1,5 +1,5 @@
-"""POST /v1/calls, GET /v1/calls, GET /v1/calls/{uuid} (DESIGN §6), the Call resource (SPEC),
-and the calls fixture section (DESIGN §8)."""
+"""POST /v1/calls, GET /v1/calls, GET /v1/calls/{uuid} (docs/api-contract.md#extension-routes), the
+Call resource (SPEC), and the calls fixture section (docs/api-contract.md#the-fixture-document)."""
 
 from __future__ import annotations
 

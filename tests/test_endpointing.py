@@ -1,6 +1,6 @@
-"""Smart end of turn (DESIGN §16): what the caller said so far decides how long their silence
-must last; ``silence`` keeps the fixed 500 ms. The listener runs on real espeak-ng speech with
-the real Whisper model; the pauses are the caller's (no audio sent), heard as the line's
+"""Smart end of turn (docs/voices.md#end-of-turn): what the caller said so far decides how long
+their silence must last; ``silence`` keeps the fixed 500 ms. The listener runs on real espeak-ng
+speech with the real Whisper model; the pauses are the caller's (no audio sent), heard as the line's
 silence."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The agent config of DESIGN §15: every key optional, unknown keys refused, each error naming
+"""The agent config of docs/agents.md: every key optional, unknown keys refused, each error naming
 its JSON path (``tools/2/url``).
 
 A config is stored as the client wrote it (unset keys stay absent, so a diff shows what people
@@ -106,7 +106,7 @@ OPT_OUT_PHRASES = (
 
 
 class AgentConfig(_Strict):
-    """Every key of DESIGN §15's config."""
+    """Every key of the agent config (docs/agents.md)."""
 
     prompt: Annotated[SafeStr, StringConstraints(max_length=100_000)] | None = None
     first_message: Annotated[SafeStr, StringConstraints(max_length=2_000)] | None = None

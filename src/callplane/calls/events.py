@@ -1,4 +1,5 @@
-"""Call events: every move of a call is a row, and the same move a webhook event (DESIGN §10, §11).
+"""Call events: every move of a call is a row, and the same move a webhook event
+(docs/engine-core.md, docs/api-contract.md).
 
 The move's own UPDATE increments ``calls.event_sequence`` and returns it, so a call's events
 are numbered 1, 2, 3... without any read-then-write race, whoever moves the call (a worker, a

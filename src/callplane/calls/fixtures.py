@@ -1,4 +1,5 @@
-"""Fixture section: calls (DESIGN §8) — any subset of SPEC's Call fields, any status and time.
+"""Fixture section: calls (docs/api-contract.md#the-fixture-document) — any subset of SPEC's Call
+fields, any status and time.
 
 ``tags`` are call tag ids and ``agent_id`` an agent's uuid, both of the same organization.
 Numbers are kept as written (a fixture records calls that happened); the searchable attributes

@@ -1,4 +1,5 @@
-"""Wire models of calls: the Call resource (SPEC), the create body and envelopes (DESIGN §6).
+"""Wire models of calls: the Call resource (SPEC), the create body and envelopes
+(docs/api-contract.md#extension-routes).
 
 Responses are built as plain dicts (``service.call_wire``) and serialized by orjson; the models
 here describe them in OpenAPI and validate what clients send.

@@ -1,4 +1,5 @@
-"""Calls: create, read, list and cancel (SPEC; DESIGN §5, §6). Services flush, never commit."""
+"""Calls: create, read, list and cancel (SPEC; docs/api-contract.md). Services flush, never
+commit."""
 
 from __future__ import annotations
 
@@ -241,7 +242,7 @@ async def add_call(session: AsyncSession, call: Call, tag_uuids: Sequence[uuid.U
 async def resolve_agent(
     session: AsyncSession, organization_id: int, body: CallCreate
 ) -> ResolvedAgent | None:
-    """The commit the call runs, resolved now (DESIGN §15): a branch head that moves later does
+    """The commit the call runs, resolved now (docs/agents.md): a branch head that moves later does
     not change a queued call. ``required_variables`` must be in params or the callee's contact
     data, else 422 naming them."""
     if body.agent_id is None:
@@ -405,10 +406,11 @@ async def cancel_call(
     """enqueued → cancelled (returns the cancelled call); cancelled stays cancelled (returns None);
     any other status is a conflict.
 
-    The check and the change are one conditional UPDATE (DESIGN §5): a dispatcher that takes
-    the call at the same moment either sees it cancelled or makes this UPDATE match nothing.
-    Only when it matched nothing is the status read, to tell "already cancelled" (success),
-    "started or finished" (409) and "no such call" (404) apart.
+    The check and the change are one conditional UPDATE
+    (docs/api-contract.md#call-statuses-and-cancel): a dispatcher that takes the call at the same
+    moment either sees it cancelled or makes this UPDATE match nothing. Only when it matched nothing
+    is the status read, to tell "already cancelled" (success), "started or finished" (409) and "no
+    such call" (404) apart.
     """
     cancelled: Call | None = await session.scalar(
         update_owned(Call, organization_id)

@@ -1,7 +1,7 @@
 """``callplane serve | migrate | doctor | orgs | keys | load | demo | users | worker | audit |
 retention``.
 
-``--json`` outputs are a contract (DESIGN §2): exactly one JSON object on stdout.
+``--json`` outputs are a contract (README.md#command-line): exactly one JSON object on stdout.
 """
 
 from __future__ import annotations

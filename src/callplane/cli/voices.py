@@ -1,4 +1,5 @@
-"""``callplane voices engines [--json]``: the speech engines a Voice may name here (DESIGN §16)."""
+"""``callplane voices engines [--json]``: the speech engines a Voice may name here
+(docs/voices.md)."""
 
 from __future__ import annotations
 

@@ -252,7 +252,7 @@ async def create_inbound_call(
     if found is None:
         return None
     organization_id, number, agent_id, branch_name = found
-    # The head of the number's branch at this moment is the commit the call runs (DESIGN §15).
+    # The head of the number's branch at this moment is the commit the call runs (docs/agents.md).
     agent = (
         await resolve_branch_head(
             session, organization_id, agent_id, branch_name, other_party=offer.from_number

@@ -1,4 +1,4 @@
-"""Every move a call can make (DESIGN §10), and the statements that make them.
+"""Every move a call can make (docs/engine-core.md), and the statements that make them.
 
     from         event                                          to           webhook event
     -----------  ---------------------------------------------  -----------  ----------------

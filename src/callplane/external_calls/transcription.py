@@ -1,4 +1,5 @@
-"""The TRANSCRIPTION worker task: recording legs are processed by every worker (DESIGN §12).
+"""The TRANSCRIPTION worker task: recording legs are processed by every worker
+(docs/api-contract.md#external-calls).
 
 Each worker takes one leg at a time (recognition uses the machine's cores), woken at once when
 a leg is uploaded and polling at CALLPLANE_WORKER_POLL_SECONDS otherwise. The model is loaded on

@@ -53,8 +53,8 @@ class Call(Base):
             "created_at",
             "id",
         ),
-        # The engine's queue (DESIGN §10) spans organizations: the oldest enqueued calls, and the
-        # calls in dialing/in_progress whose lease ran out. The one calls index not led by
+        # The engine's queue (docs/engine-core.md) spans organizations: the oldest enqueued calls,
+        # and the calls in dialing/in_progress whose lease ran out. The one calls index not led by
         # organization_id, because the dispatcher serves every organization.
         Index("ix_calls_status_created_at_id", "status", "created_at", "id"),
         # The dashboard's calls filtered by the other party's number (either side of the call).
@@ -147,8 +147,8 @@ class Call(Base):
     first_message: Mapped[str | None] = mapped_column(Text, default=None)
     #: The simulated network's person for this call (``{"script": [{"say", "after_ms"}]}``).
     simulate: Mapped[dict[str, Any] | None] = mapped_column(default=None)
-    # The engine's hold on the call (DESIGN §10): which worker process dials it and until when
-    # that worker is presumed alive. Set together with the move to ``dialing``.
+    # The engine's hold on the call (docs/engine-core.md): which worker process dials it and until
+    # when that worker is presumed alive. Set together with the move to ``dialing``.
     worker_id: Mapped[str | None] = mapped_column(String(64), default=None)
     lease_expires_at: Mapped[datetime | None] = mapped_column(default=None)
     #: The ``sequence`` of the call's newest event; each transition increments it in its UPDATE.
@@ -213,8 +213,9 @@ class CallAttribute(Base):
     whatever the client sent (a PostgreSQL btree entry is limited to about 2.7 kB), and the
     lookup is an equality on fixed-width bytes. The value digest is taken over the value's JSON
     text for numbers and booleans (``123``, ``1.5``, ``true``) and over the string itself for
-    strings (DESIGN §5); objects, arrays and null get no row, so they never match.
-    ``created_at`` is the call's, copied so the most recent match is the first index entry.
+    strings (docs/api-contract.md#find-by-attribute); objects, arrays and null get no row, so they
+    never match. ``created_at`` is the call's, copied so the most recent match is the first index
+    entry.
     """
 
     __tablename__ = "call_attributes"

@@ -1,4 +1,4 @@
-"""Piper neural voices, spoken by a long-lived Piper process (DESIGN §16).
+"""Piper neural voices, spoken by a long-lived Piper process (docs/voices.md).
 
 Piper is GPL-3.0: callplane never imports it. Each voice in use gets one ``python -m piper``
 process per worker, started once (loading a model takes about a second) and fed one sentence a

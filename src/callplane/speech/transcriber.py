@@ -358,8 +358,8 @@ def _model(path: Path, compute_type: str, cpu_threads: int) -> Any:
         model = _models.get(key)
         if model is None:
             # Belt and braces: a local directory never touches the hub, and if anything in the
-            # stack tried, it must fail rather than download (DESIGN §10: no model download at
-            # run time).
+            # stack tried, it must fail rather than download (docs/engine-core.md: no model download
+            # at run time).
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             try:
                 from faster_whisper import WhisperModel

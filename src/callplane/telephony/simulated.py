@@ -1,4 +1,4 @@
-"""The simulated phone network (DESIGN §10): every outcome reachable without a phone line.
+"""The simulated phone network (docs/engine-core.md): every outcome reachable without a phone line.
 
 The far end is chosen by the last four digits of the number dialled:
 
@@ -196,7 +196,7 @@ class SimulatedConnection(Connection):
         assert self.ended_by is not None
         return self.ended_by
 
-    # Tools (DESIGN §15): every transfer is accepted but to numbers ending in 0005 (busy), and
+    # Tools (docs/tools.md): every transfer is accepted but to numbers ending in 0005 (busy), and
     # what the agent pressed is kept, so tools are testable without SIP.
     dtmf_sent: tuple[str, ...] = ()
     transfers: tuple[TransferTarget, ...] = ()

@@ -1,4 +1,4 @@
-"""The agent's tools (DESIGN §15 "Tools"): what the brain may do during a call besides talk.
+"""The agent's tools (docs/tools.md): what the brain may do during a call besides talk.
 
 A tool is data in the agent's commit (``{"type", "name", "description", ...settings}``) and a
 small class in ``registry.py`` keyed by that ``type``. The brain sees each as an OpenAI function;
@@ -39,7 +39,7 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Transfer:
-    """A transfer the far end accepted: the call's transfer record (DESIGN §15 "Transfers")."""
+    """A transfer the far end accepted: the call's transfer record (docs/tools.md#transfers)."""
 
     destination: Mapping[str, Any]
     #: The transfer leg's SIP Call-ID (``handoff_metadata[provider].conversation_id``).
@@ -57,7 +57,7 @@ class ToolContext:
     needs a missing part fails with a ``ToolError`` (the brain is told), never the call."""
 
     connection: Connection
-    #: The call as a function tool's payload names it (DESIGN §15: ``id``, ``direction``,
+    #: The call as a function tool's payload names it (docs/tools.md: ``id``, ``direction``,
     #: ``from_number``, ``to_number``, ``params``, ``external_identifiers``, ``agent_id``,
     #: ``agent_commit_id``).
     call: Mapping[str, Any] = field(default_factory=dict)

@@ -26,7 +26,7 @@ _Short = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, m
 
 
 class VoiceCreate(BaseModel):
-    """POST /voices (DESIGN §16)."""
+    """POST /voices (docs/voices.md)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,4 +1,4 @@
-"""How long a caller's silence must last before their turn is over (DESIGN §16).
+"""How long a caller's silence must last before their turn is over (docs/voices.md#end-of-turn).
 
 ``silence``: always 500 ms. ``smart`` (the default): the recognised text at the first pause
 decides. A finished sentence ("I'd like to book a cleaning.") waits

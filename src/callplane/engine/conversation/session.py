@@ -14,7 +14,7 @@ The engine (``engine.calls``) answers or places the call, then calls, in order:
 speaking, barge-in, the ways a call ends); it never touches the call's status. After the call,
 ``aftercall.py`` writes the summary and analysis results and sends ``call.analyzed``. Without
 a brain (CALLPLANE_LLM_BASE_URL unset) the agent speaks ``first_message`` and listens, as
-DESIGN §10 says.
+docs/engine-core.md says.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from callplane.voices.service import call_voice_engine
 
 log = logging.getLogger("callplane.engine.conversation.session")
 
-#: The longest a function tool may take (DESIGN §15: ``timeout_seconds`` 1-30).
+#: The longest a function tool may take (docs/tools.md: ``timeout_seconds`` 1-30).
 
 
 @dataclass
@@ -143,7 +143,7 @@ class CallContext:
         )
 
     def tool_payload(self) -> dict[str, Any]:
-        """The call as a function tool's request names it (DESIGN §15)."""
+        """The call as a function tool's request names it (docs/tools.md)."""
         return {
             "id": str(self.call_id),
             "direction": self.direction,
@@ -203,7 +203,7 @@ async def hold_conversation(
     async def transferred(transfer: Transfer) -> None:
         await record_transfer(runtime, organization_id, call_id, transfer, commit.agent_name)
 
-    # The call's voice speaks every agent line (DESIGN §16): its Voice's engine, else an
+    # The call's voice speaks every agent line (docs/voices.md): its Voice's engine, else an
     # espeak-ng voice for the agent's language, else the server's default.
     engine = await call_voice_engine(runtime, organization_id, spec.voice_id)
     synthesizer = providers.synthesizer(engine or voice_of(spec, runtime.settings))

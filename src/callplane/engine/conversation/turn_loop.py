@@ -1,4 +1,5 @@
-"""The turn loop (DESIGN §10, §15): the caller speaks, the brain answers, the agent speaks.
+"""The turn loop (docs/engine-core.md, docs/agents.md): the caller speaks, the brain answers, the
+agent speaks.
 
 Three parts run at once, after pipecat's and livekit-agents' split of a voice pipeline:
 
