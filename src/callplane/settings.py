@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     # Speech recognition (callplane[speech]): a CTranslate2 Whisper directory; unset uses the
     # model wheel installed by `make install`. 0 threads: CTranslate2's default (all cores).
     whisper_model_dir: str | None = None
+    #: ``tiny.en`` (English calls on tiny.en, other languages on ``base``), ``base`` (every call
+    #: on the multilingual model), or a model directory for every call (speech/models.py).
+    whisper_model: str = Field(default="tiny.en", min_length=1)
     transcriber_threads: int = 0
     # SIP telephony (DESIGN §10); see README "Connect a SIP trunk".
     sip_trunk: str | None = None

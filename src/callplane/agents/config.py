@@ -22,6 +22,7 @@ from pydantic import (
 
 from callplane.errors import InvalidInput
 from callplane.kit.schemas import LANGUAGE_TAG, UUID_TEXT, Analyzer, SafeStr
+from callplane.speech.models import known_language
 from callplane.tools.config import Strict as _Strict
 from callplane.tools.config import ToolConfig
 from callplane.tools.registry import TOOL_TYPES as REGISTRY
@@ -66,6 +67,32 @@ def _unique_tool_names(tools: list[Any]) -> list[Any]:
             raise ValueError(f"tool names must be unique: {name} appears twice")
         seen.add(name)
     return tools
+
+
+def _known_language(tag: str) -> str:
+    if not known_language(tag):
+        raise ValueError(f"unknown language: {tag} (a tag Whisper recognises, such as es or es-MX)")
+    return tag
+
+
+KnownLanguage = Annotated[
+    str, StringConstraints(pattern=LANGUAGE_TAG), AfterValidator(_known_language)
+]
+_Phrases = Annotated[
+    list[Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]],
+    Field(max_length=20),
+]
+
+
+class LanguagePreset(_Strict):
+    """What changes when the call is, or becomes, in one language (docs/languages.md)."""
+
+    voice_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F-]{32,36}$")] | None = None
+    first_message: Annotated[SafeStr, StringConstraints(max_length=2_000)] | None = None
+    #: Added to the agent's prompt.
+    prompt: Annotated[SafeStr, StringConstraints(max_length=20_000)] | None = None
+    end_call_phrases: _Phrases = []
+    opt_out_phrases: _Phrases = []
 
 
 #: What people say when they do not want to be called again (``opt_out_phrases``' default).
@@ -120,6 +147,10 @@ class AgentConfig(_Strict):
     summary_prompt: Annotated[SafeStr, StringConstraints(max_length=10_000)] | None = None
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
     knowledge: Knowledge | None = None
+    #: Per-language presets, by language tag (``es``, ``es-MX``).
+    languages: Annotated[dict[KnownLanguage, LanguagePreset], Field(max_length=50)] = {}
+    #: The summary's language; unset: the call's.
+    summary_language: KnownLanguage | None = None
     #: Days after a call ends that its recording and transcript text are deleted
     #: (``engine/call_retention.py``); None keeps them.
     retention_days: Annotated[int, Field(ge=1, le=3_650)] | None = None

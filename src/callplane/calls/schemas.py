@@ -13,6 +13,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from callplane.kit.schemas import (
+    LANGUAGE_TAG,
     Analyzer,
     Attributes,
     JSONObject,
@@ -31,6 +32,8 @@ class TranscriptEntry(BaseModel):
     timestamp: float | None = Field(default=None, allow_inf_nan=False)
     function_name: ShortText | None = None
     arguments: JSONObject | None = None
+    #: The language the line was said in, on calls not in English (docs/languages.md).
+    language: Annotated[str, StringConstraints(pattern=LANGUAGE_TAG)] | None = None
 
 
 class CallTagSummary(BaseModel):

@@ -78,6 +78,11 @@ class AgentSpec:
     #: ``knowledge`` (``{"knowledge_base_id", "auto"}``): with ``auto``, each caller turn is
     #: looked up there before the brain is asked.
     knowledge: Mapping[str, Any] | None = None
+    #: Per-language presets by tag (``{"es": {"voice_id", "first_message", "prompt",
+    #: "end_call_phrases", "opt_out_phrases"}}``), applied by ``conversation/language.py``.
+    languages: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The summary's language (None: the call's).
+    summary_language: str | None = None
     #: False (the config's ``store_recordings``): the call's audio is not kept.
     store_recordings: bool = True
     #: ``{{names}}`` found nowhere, sorted (DESIGN §15: the ``agent.started`` event lists them).
@@ -171,6 +176,18 @@ def resolve_agent_spec(
         tools=tuple(_stored(tool) for tool in commit.tools),
         missing_variables=tuple(sorted(missing)),
         knowledge=_stored(commit.knowledge) if commit.knowledge is not None else None,
+        languages={
+            tag: {
+                **_stored(preset),
+                **{
+                    key: rendered(getattr(preset, key))
+                    for key in ("first_message", "prompt")
+                    if getattr(preset, key) is not None
+                },
+            }
+            for tag, preset in commit.languages.items()
+        },
+        summary_language=commit.summary_language,
         store_recordings=commit.store_recordings is not False,
     )
 

@@ -299,6 +299,7 @@ def _recognise(
             "end": min(segment.end, round(duration, 3)),
             "confidence": segment.confidence,
             "channel": channel,
+            "language": segment.language,
         }
         for channel, speaker, segments in per_channel
         for segment in segments

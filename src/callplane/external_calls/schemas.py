@@ -16,6 +16,8 @@ class TranscriptEntry(BaseModel):
     end: float | None = None
     confidence: float | None = None
     channel: str | None = None
+    #: The language the recogniser heard (ISO 639-1), null when it could not tell.
+    language: str | None = None
 
 
 class Recording(BaseModel):

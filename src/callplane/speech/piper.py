@@ -330,6 +330,11 @@ class PiperEngine(SpeechEngine):
             name: voice.source for name, voice in find_voices(settings.piper_voices_dir).items()
         }
 
+    def language_of(self, voice: str) -> str | None:
+        # Piper's voices are named <language>_<REGION>-<name>-<quality> (en_US-joe-medium).
+        locale = voice.split("-", 1)[0]
+        return locale.replace("_", "-") if "_" in locale else None
+
     def build(self, voice: str, settings: SpeechSettings, fallback: Synthesizer) -> Synthesizer:
         found = find_voices(settings.piper_voices_dir).get(voice)
         if found is None:

@@ -81,6 +81,8 @@ class ToolContext:
     #: for a warm transfer's summary.
     transcript: list[dict[str, Any]] = field(default_factory=list)
     brain: Brain | None = None
+    #: Changes the call's language (None: a text turn, which has no call to change).
+    switch_language: Callable[[str], Awaitable[bool]] | None = None
 
     def need_runtime(self) -> tuple[Runtime, int]:
         if self.runtime is None or self.organization_id is None:
@@ -97,6 +99,7 @@ class CallHooks:
     speak_to: Callable[[Connection, str], Awaitable[None]]
     transcript: list[dict[str, Any]]
     brain: Brain | None
+    switch_language: Callable[[str], Awaitable[bool]] | None = None
 
 
 def tool_context(
@@ -126,6 +129,7 @@ def tool_context(
         context.speak_to = on_call.speak_to
         context.transcript = on_call.transcript
         context.brain = on_call.brain
+        context.switch_language = on_call.switch_language
     return context
 
 

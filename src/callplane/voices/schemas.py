@@ -48,3 +48,5 @@ class Engine(BaseModel):
     program: str
     voice: str
     source: str
+    #: The language tag the voice speaks, when its name says it.
+    language: str | None = None
