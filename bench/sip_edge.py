@@ -1,4 +1,4 @@
-"""Inbound call setup through the Kamailio edge against straight to a worker (DESIGN §17).
+"""Inbound call setup through the Kamailio edge against straight to a worker (docs/sip-edge.md).
 
     .venv/bin/python bench/sip_edge.py [--calls 300] [--rate 200] [--limit 40]
 

@@ -1,6 +1,6 @@
-"""Benchmark: Piper vs espeak-ng, smart vs silence endpointing, side by side (DESIGN §16).
+"""Benchmark: Piper vs espeak-ng, smart vs silence endpointing, side by side (docs/voices.md).
 
-    .venv/bin/python bench/speech_voices.py [--parts first,reply,capacity] [--turns 8]
+    .venv/bin/python bench/speech_voices.py [--parts first,reply,capacity,languages] [--turns 8]
 
 first     time to the first sentence's audio at 8 kHz: Piper's joe voice (its warm process,
           the worker's setting) and espeak-ng (a process per line), including resampling.
@@ -14,6 +14,10 @@ capacity  N such conversations at once on one worker process (one Whisper model,
           CPU time of a turn and the recognitions it took; the calls either start spread over
           a turn's cycle (``staggered``) or all say the same lines at once (``together``);
           ``--guess-ms 120,60`` compares when smart endpointing starts its guess.
+languages reply latency of a Spanish call (the multilingual Whisper base hearing espeak-ng's
+          Spanish, the agent answering with espeak-ng's Spanish voice) beside an English one
+          (tiny.en, espeak-ng en-us), smart endpointing, turns interleaved
+          (docs/languages.md).
 
 Prints tables for docs/voices.md.
 """
@@ -42,6 +46,7 @@ from tests.llm_stub import StubLLM  # noqa: E402
 from callplane.brain import ChatCompletionsBrain  # noqa: E402
 from callplane.engine.agent import AgentSpec  # noqa: E402
 from callplane.engine.conversation.endpointing import Endpointing  # noqa: E402
+from callplane.engine.conversation.language import CallLanguage  # noqa: E402
 from callplane.engine.conversation.listening import Listener  # noqa: E402
 from callplane.engine.conversation.speaking import Speaker  # noqa: E402
 from callplane.engine.conversation.turn_loop import TranscriptLog, TurnLoop  # noqa: E402
@@ -106,6 +111,7 @@ async def conversation(
     *,
     delay: float = 0.0,
     replies_at: list[float] | None = None,
+    spec: AgentSpec | None = None,
 ) -> list[float]:
     """Reply latencies (s) of one conversation; ``replies_at`` gets when each reply began."""
     await asyncio.sleep(delay)
@@ -123,7 +129,7 @@ async def conversation(
         listener=Listener(caller, transcriber=transcriber, endpointing=endpointing),
         speaker=Speaker(caller, synth),
         transcript=TranscriptLog(entries, lambda: time.monotonic() - started),
-        spec=AgentSpec(agent_speaks_first=False),
+        spec=spec or AgentSpec(agent_speaks_first=False),
         brain=brain,
         report=report,
     )
@@ -161,6 +167,45 @@ async def bench_reply(
         print(f"  {mode:8} {name:24} {ms(latencies[(mode, name)])}")
 
 
+SPANISH_LINES = [
+    "Hola, quisiera cambiar mi cita para el viernes por la mañana.",
+    "A las nueve estaría muy bien, gracias.",
+    "¿Me puede enviar también un recordatorio por mensaje?",
+    "No, eso es todo por hoy.",
+]
+SPANISH_REPLY = "Claro, puedo hacerlo. ¿Hay algo más en lo que pueda ayudarle?"
+
+
+async def bench_languages(turns: int) -> None:
+    """English on tiny.en beside Spanish on base, two caller lines at a time in turn, each call
+    set up as the worker sets it up (``conversation/language.py``)."""
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    calls = {}
+    for language, voice, said, reply in (
+        ("en", "en-us", CALLER_LINES, AGENT_REPLY),
+        ("es", "es", SPANISH_LINES, SPANISH_REPLY),
+    ):
+        spec = AgentSpec(agent_speaks_first=False, language=language)
+        synth = EspeakSynthesizer(voice=voice)
+        lines = [_trim(synth.synthesize(line, 8000)) for line in said]
+        hearing = CallLanguage(settings, spec, call_overrides=set()).transcriber()
+        # Loaded before the clock runs, as a worker loads it on its first such call.
+        hearing.transcribe(lines[0], 8000)
+        calls[language] = (spec, synth, lines, hearing, reply)
+    latencies: dict[str, list[float]] = {language: [] for language in calls}
+    print(f"reply latency by language, {turns} turns each, interleaved (ms):")
+    for start in range(0, turns, 2):
+        for language, (spec, synth, lines, hearing, reply) in calls.items():
+            pair = [lines[(start + k) % len(lines)] for k in range(min(2, turns - start))]
+            with StubLLM(replies=[reply]) as stub:
+                latencies[language] += await conversation(
+                    pair, hearing, synth, Endpointing(mode="smart"), stub.base_url, spec=spec
+                )
+    names = {"en": "English, tiny.en", "es": "Spanish, base"}
+    for language, values in latencies.items():
+        print(f"  {names[language]:24} {ms(values)}")
+
+
 async def bench_capacity(
     synth: Synthesizer,
     name: str,
@@ -169,6 +214,8 @@ async def bench_capacity(
     sizes: list[int],
     arrivals: list[str],
     guesses: Sequence[int | None] = (None,),
+    caller_voice: str = "en-us",
+    caller_lines: Sequence[str] = CALLER_LINES,
 ) -> None:
     """Each size's reply latency, the mean of each phase of a turn (``observability.turns``:
     end of turn, recognition, brain's first token, first audio), to show which one grows, and
@@ -179,9 +226,9 @@ async def bench_capacity(
     synchronise). ``staggered``: the N calls start spread over one turn's cycle (a caller's line
     and the 2 s they listen), as independent calls overlap; only replies made while all N
     calls were up are counted, so the ramp up and down, with fewer calls, does not flatter it."""
-    espeak = EspeakSynthesizer()
+    espeak = EspeakSynthesizer(voice=caller_voice)
     lines = [
-        _trim(espeak.synthesize(CALLER_LINES[n % len(CALLER_LINES)], 8000)) for n in range(turns)
+        _trim(espeak.synthesize(caller_lines[n % len(caller_lines)], 8000)) for n in range(turns)
     ]
     line_seconds = statistics.fmean(len(pcm) / 16000 for pcm in lines)
     cycle = line_seconds + 2.5
@@ -285,6 +332,11 @@ def main() -> None:
         " values taking turns (default: the worker's)",
     )
     parser.add_argument(
+        "--capacity-language",
+        default="en",
+        help="capacity part: es runs Spanish calls (Whisper base, espeak-ng's Spanish voice)",
+    )
+    parser.add_argument(
         "--piper-processes", type=int, default=1, help="CALLPLANE_PIPER_PROCESSES for the voice"
     )
     args = parser.parse_args()
@@ -303,16 +355,26 @@ def main() -> None:
             bench_first(voices, args.repeats)
         if "reply" in parts:
             asyncio.run(bench_reply(voices, transcriber, args.turns))
+        if "languages" in parts:
+            asyncio.run(bench_languages(args.turns))
         if "capacity" in parts:
+            spanish = args.capacity_language == "es"
+            hearing: Transcriber = transcriber
+            if spanish:
+                spec = AgentSpec(agent_speaks_first=False, language="es")
+                settings = Settings(_env_file=None)  # type: ignore[call-arg]
+                hearing = CallLanguage(settings, spec, call_overrides=set()).transcriber()
             asyncio.run(
                 bench_capacity(
-                    voices[PIPER],
-                    PIPER,
-                    transcriber,
+                    EspeakSynthesizer(voice="es") if spanish else voices[PIPER],
+                    "espeak-ng:es, Whisper base" if spanish else PIPER,
+                    hearing,
                     args.turns,
                     [int(n) for n in args.calls.split(",")],
                     args.arrivals.split(","),
                     [int(g) for g in args.guess_ms.split(",")] if args.guess_ms else (None,),
+                    caller_voice="es" if spanish else "en-us",
+                    caller_lines=SPANISH_LINES if spanish else CALLER_LINES,
                 )
             )
     finally:

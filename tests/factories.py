@@ -43,7 +43,8 @@ async def _make_org(app: FastAPI, name: str) -> OrgHandle:
 
 
 async def load(app: FastAPI, org: OrgHandle, document: dict[str, Any]) -> dict[str, list[Any]]:
-    """Load a fixture document (DESIGN §8) for ``org``; returns the created ids."""
+    """Load a fixture document (docs/api-contract.md#the-fixture-document) for ``org``; returns the
+    created ids."""
     runtime = runtime_of(app)
     with tenancy_check.checked():
         async with runtime.db.session(write=True) as session:

@@ -208,6 +208,7 @@ SCENARIO: list[tuple[str, dict[str, Any]]] = [
     ("create_api_key", {"body": {"name": "generated", "scopes": ["calls:read"]}}),
     ("list_api_keys", {"page": 1, "page_size": 10}),
     ("delete_api_key", {"id": "$api_key_id"}),
+    ("list_audit_events", {"page": 1, "page_size": 10}),
 ]
 # Operations whose answer depends on the engine having worked: asked again until it has.
 AWAITED = {"list_deliveries": lambda body: bool(body["deliveries"])}

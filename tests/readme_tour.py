@@ -1,4 +1,5 @@
-"""The README's runnable examples, read from its markup.
+"""The runnable examples of the README and of docs/api.md (the API route by route), read from
+their markup.
 
 A fenced block whose info string is ``sh tour`` is part of the tour: its commands run, in the
 order of the document, in one shell against a live server. A command followed by a line
@@ -21,9 +22,11 @@ class Step:
     command: str
     expected: str | None
     line: int
+    #: The document it is written in.
+    source: str = "README.md"
 
 
-def steps(markdown: str) -> list[Step]:
+def steps(markdown: str, source: str = "README.md") -> list[Step]:
     """The tour's commands, each with what it must print (if documented)."""
     found: list[Step] = []
     for block in FENCE.finditer(markdown):
@@ -31,7 +34,7 @@ def steps(markdown: str) -> list[Step]:
         pending: list[str] = []
         for offset, line in enumerate(block.group(1).splitlines()):
             if line.startswith(EXPECT):
-                assert found, f"README line {first_line + offset}: an expectation with no command"
+                assert found, f"{source} line {first_line + offset}: an expectation with no command"
                 found[-1].expected = line[len(EXPECT) :]
                 continue
             if not pending and (not line.strip() or line.lstrip().startswith("#")):
@@ -39,7 +42,7 @@ def steps(markdown: str) -> list[Step]:
             pending.append(line)
             if line.endswith("\\"):
                 continue
-            found.append(Step("\n".join(pending), None, first_line + offset))
+            found.append(Step("\n".join(pending), None, first_line + offset, source))
             pending = []
     return found
 

@@ -1,4 +1,4 @@
-"""Calls run a commit (DESIGN §15): POST /calls resolves the agent's branch head or a pinned
+"""Calls run a commit (docs/agents.md): POST /calls resolves the agent's branch head or a pinned
 commit when the call is created and records the four SPEC fields."""
 
 from __future__ import annotations

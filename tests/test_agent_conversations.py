@@ -1,4 +1,4 @@
-"""POST /agents/{uuid}/conversations: a text-only turn of any branch or commit (DESIGN §15),
+"""POST /agents/{uuid}/conversations: a text-only turn of any branch or commit (docs/agents.md),
 against the stub LLM (the one stand-in the tests allow)."""
 
 from __future__ import annotations

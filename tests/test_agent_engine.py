@@ -1,4 +1,4 @@
-"""A worker runs the commit a call pinned (DESIGN §15), through the agents domain: the commit's
+"""A worker runs the commit a call pinned (docs/agents.md), through the agents domain: the commit's
 first line rendered with the call's params, the callee's contact data and the config's defaults,
 and the ``agent.started`` event naming the commit and what was missing."""
 

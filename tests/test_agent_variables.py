@@ -1,4 +1,4 @@
-"""The variables renderer of DESIGN §15: pure, never evaluates anything."""
+"""The variables renderer of docs/agents.md: pure, never evaluates anything."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Agents, commits and branches over HTTP (DESIGN §15)."""
+"""Agents, commits and branches over HTTP (docs/agents.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Authentication (SPEC: Authentication; DESIGN §3): bearer keys, 401s, revocation, tenancy."""
+"""Authentication (SPEC: Authentication; docs/api-contract.md#identity-and-tenancy): bearer keys,
+401s, revocation, tenancy."""
 
 from __future__ import annotations
 

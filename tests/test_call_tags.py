@@ -1,4 +1,4 @@
-"""GET /v1/call_tags (SPEC) and POST /v1/call_tags (DESIGN §6)."""
+"""GET /v1/call_tags (SPEC) and POST /v1/call_tags (docs/api-contract.md#extension-routes)."""
 
 from __future__ import annotations
 

@@ -46,8 +46,9 @@ CALL_FIELDS = [
     "analysis_results",
     "summary",
     "keyterms",
-    "first_message",  # extension (DESIGN §6, §10)
+    "first_message",  # extension (docs/api-contract.md, docs/engine-core.md)
     "campaign_id",  # extension: the campaign a call is an attempt of (docs/campaigns.md)
+    "transcript_deleted_at",  # extension: when retention cleared it (docs/privacy.md)
 ]
 
 AGENT_UUID = "6f1c2a1e-8a43-4c39-9a55-1d2f3e4a5b01"

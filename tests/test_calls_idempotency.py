@@ -1,6 +1,6 @@
-"""Idempotency-Key on POST /v1/calls (DESIGN §6): same key and body → the first response;
-same key, other body → 409; keys per organization, kept 24 hours; concurrent first requests
-create one call."""
+"""Idempotency-Key on POST /v1/calls (docs/api-contract.md#extension-routes): same key and body →
+the first response; same key, other body → 409; keys per organization, kept 24 hours; concurrent
+first requests create one call."""
 
 from __future__ import annotations
 

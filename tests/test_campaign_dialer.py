@@ -308,3 +308,43 @@ async def test_the_inbound_reserve_is_never_used_by_a_campaign(make_app: AppFact
     assert all(
         earlier[1] <= later[0] for earlier, later in zip(spans[:-1], spans[1:], strict=True)
     ), spans
+
+
+async def test_the_opt_out_tool_lists_the_number_and_ends_the_call(make_app: AppFactory) -> None:
+    from tests.llm_stub import Reply, StubLLM
+
+    with StubLLM(replies=[Reply("Of course. Goodbye.", tool="opt_out")]) as brain:
+        app = await engine_app(
+            make_app,
+            llm_base_url=brain.base_url,
+            simulated_call_seconds=5,
+            simulated_script=["Please never ring this number again."],
+        )
+        org = await org_with_agent(app)
+        async with client_for(app) as client:
+            agent = await client.post(
+                "/v1/agents",
+                json={"name": "Renewals", "config": {"first_message": "Hi, Bright Smiles here."}},
+                headers=org.headers,
+            )
+            campaign = await create_campaign(
+                client, org, agent=agent.json()["agent"]["id"], schedule=open_schedule()
+            )
+            cid = campaign["id"]
+            await client.post(
+                f"/v1/campaigns/{cid}/recipients",
+                json={"recipients": [{"phone_number": PERSON}]},
+                headers=org.headers,
+            )
+            await client.post(f"/v1/campaigns/{cid}/start", headers=org.headers)
+            done = await _until(client, org, cid, lambda c: c["status"] == "completed")
+            person = (await _recipients(client, org, cid))[PERSON]
+            call_id = person["call_ids"][0]
+            listed = (await client.get("/v1/suppressions", headers=org.headers)).json()
+            events = await events_of(client, org, call_id)
+    assert done["counts"]["opted_out"] == 1 and person["status"] == "opted_out"
+    assert [s["reason"] for s in listed["suppressions"]] == [f"asked during call {call_id}"]
+    offered = [t["function"]["name"] for t in brain.requests[0]["tools"]]
+    assert "opt_out" in offered and "end_call" in offered
+    ended = [e for e in events if e["type"] == "call.ended"]
+    assert ended[0]["data"]["reason"] == "the person asked not to be called again"

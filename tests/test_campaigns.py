@@ -9,9 +9,12 @@ import io
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import select
 
+from callplane.models.webhooks import WebhookEvent
 from tests.campaigns_support import (
     AGENT,
     add_csv,
@@ -21,6 +24,8 @@ from tests.campaigns_support import (
     status_error,
 )
 from tests.conftest import AppFactory, client_for
+from tests.factories import runtime_of
+from tests.tenancy_check import checked
 
 ZERO_COUNTS = {
     "total": 0,
@@ -302,11 +307,17 @@ async def test_no_recipients_join_a_finished_campaign(
 async def test_export_lists_every_recipient(app: FastAPI, client: httpx.AsyncClient) -> None:
     org = await org_with_agent(app)
     campaign = await create_campaign(client, org)
-    await add_csv(client, org, campaign["id"], "phone_number,external_id\n+15550003000,x1\n")
+    await add_csv(
+        client,
+        org,
+        campaign["id"],
+        "phone_number,external_id\n+15550003000,x1\n+15550003001,=1+2\n",
+    )
     response = await client.get(f"/v1/campaigns/{campaign['id']}/export", headers=org.headers)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert rows.pop()["external_id"] == "'=1+2"  # never a spreadsheet formula
     assert rows == [
         {
             "phone_number": "+15550003000",
@@ -320,3 +331,32 @@ async def test_export_lists_every_recipient(app: FastAPI, client: httpx.AsyncCli
         }
     ]
     assert rows[0]["next_attempt_at"]
+
+
+async def test_moves_send_campaign_webhooks(make_app: AppFactory) -> None:
+    app = await make_app(webhook_allow_private_networks=True)
+    org = await org_with_agent(app)
+    async with client_for(app) as client:
+        hook = await client.post(
+            "/v1/webhooks",
+            json={"url": "http://127.0.0.1:9/x", "events": ["campaign.started", "campaign.paused"]},
+            headers=org.headers,
+        )
+        assert hook.status_code == 201, hook.text
+        campaign = await create_campaign(client, org)
+        for verb in ("start", "pause", "resume"):
+            moved = await client.post(f"/v1/campaigns/{campaign['id']}/{verb}", headers=org.headers)
+            assert moved.status_code == 200
+    with checked():
+        async with runtime_of(app).db.session(write=False) as session:
+            rows = (
+                await session.execute(
+                    select(WebhookEvent.type, WebhookEvent.body)
+                    .where(WebhookEvent.organization_id == org.id)
+                    .order_by(WebhookEvent.created_at)
+                )
+            ).all()
+    assert [t for t, _ in rows] == ["campaign.started", "campaign.paused"]
+    sent = orjson.loads(rows[1][1])
+    assert sent["data"]["campaign"]["id"] == campaign["id"]
+    assert sent["data"]["campaign"]["status"] == "paused"

@@ -1,4 +1,5 @@
-"""POST /v1/calls/{uuid}/cancel (SPEC; DESIGN §5), errors in the STATUS shape."""
+"""POST /v1/calls/{uuid}/cancel (SPEC; docs/api-contract.md#call-statuses-and-cancel), errors in the
+STATUS shape."""
 
 from __future__ import annotations
 

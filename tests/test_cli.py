@@ -1,4 +1,5 @@
-"""The CLI contract (DESIGN §2): exact --json outputs, keys that work, revocation, load, demo."""
+"""The CLI contract (README.md#command-line): exact --json outputs, keys that work, revocation,
+load, demo."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """PUT/GET /v1/contacts/{phoneNumber}/data: identifiers, body rules and limits (SPEC PUT
-/contacts/{phoneNumber}/data and Limits; DESIGN §4 STATUS shape, §5 contacts)."""
+/contacts/{phoneNumber}/data and Limits; docs/api-contract.md#error-shapes,
+docs/api-contract.md#contact-data)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Contact data over time: revisions, expectedRevision, expiry, delete, purge, the contact list,
-tenancy, concurrency and the fixture section (DESIGN §5, §8)."""
+tenancy, concurrency and the fixture section (docs/api-contract.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The agent holds the conversation (DESIGN §10) over the simulated network, with a local
+"""The agent holds the conversation (docs/engine-core.md) over the simulated network, with a local
 OpenAI-compatible stub as its brain: turns, tool calls, the transcript, the summary, analyzers
 and the call.analyzed webhook; and a brain that is down or silent never hangs a call."""
 

@@ -1,5 +1,5 @@
-"""POST /agents/{uuid}/conversations with ``tools: "run"`` (DESIGN §15): the commit's tools run as
-on a call — a real local receiver verifies the function tool's signature, the organization's
+"""POST /agents/{uuid}/conversations with ``tools: "run"`` (docs/tools.md): the commit's tools run
+as on a call — a real local receiver verifies the function tool's signature, the organization's
 own tables and contact data are read — and a tool that needs a phone line, or that hangs,
 answers an error result, never a 500. The stub LLM is the only stand-in."""
 

@@ -1,4 +1,5 @@
-"""GET /v1/data/{table} and POST /v1/data/{table}/query: paging, sorting, filters (DESIGN §5-6)."""
+"""GET /v1/data/{table} and POST /v1/data/{table}/query: paging, sorting, filters
+(docs/api-contract.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""PATCH /v1/data/{table}/{id}?sourceUpdatedAtColumn=... (SPEC PATCH rules 1-5; DESIGN §5)."""
+"""PATCH /v1/data/{table}/{id}?sourceUpdatedAtColumn=... (SPEC PATCH rules 1-5;
+docs/api-contract.md#custom-data)."""
 
 from __future__ import annotations
 

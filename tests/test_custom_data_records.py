@@ -1,4 +1,4 @@
-"""Records: POST (batch), GET, PUT, PATCH, DELETE one and all (SPEC; DESIGN §5, §6)."""
+"""Records: POST (batch), GET, PUT, PATCH, DELETE one and all (SPEC; docs/api-contract.md)."""
 
 from __future__ import annotations
 

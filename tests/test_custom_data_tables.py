@@ -1,4 +1,4 @@
-"""Tables: POST/GET/DELETE /v1/data/tables (DESIGN §5, §6), real tables and constraints."""
+"""Tables: POST/GET/DELETE /v1/data/tables (docs/api-contract.md), real tables and constraints."""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from callplane.models.base import utcnow
 from callplane.models.calls import CallEvent
+from tests.agents_support import commit, create_agent
+from tests.conftest import client_for
 from tests.dashboard_support import browser_client, make_person, sign_in
 from tests.factories import load, make_org, runtime_of
 
@@ -128,3 +130,20 @@ async def test_the_overview_counts_the_tool_calls_the_engine_records(app: Any) -
         page = await client.get("/dashboard/overview")
     assert page.status_code == 200
     assert "1 of 3 failed" in page.text and "no tool calls yet" not in page.text
+
+
+async def test_outcomes_per_commit_name_the_agent_and_the_commit_message(app: Any) -> None:
+    org = await make_org(app)
+    async with client_for(app) as client:
+        agent = await create_agent(client, org, {"first_message": "Hi."})
+        made = await commit(
+            client, org, agent["id"], message="Shorter greeting", changes={"first_message": "Yo."}
+        )
+    commit_id = made["commit"]["id"]
+    await load(app, org, {"calls": [_call(1, "completed", commit_id, True, 0)]})
+    person = await make_person(app, org)
+    async with browser_client(app) as client:
+        await sign_in(client, person.email, person.password)
+        page = (await client.get("/dashboard/overview")).text
+    assert f'<a href="/dashboard/agents/{agent["id"]}">Riley</a> · Shorter greeting' in page
+    assert f'title="{commit_id}">{commit_id[:8]}</small>' in page

@@ -1,5 +1,6 @@
 """The README (with docs/, which it links) documents every setting and every CLI command (a new
-one without docs fails), and every pointer into the docs finds its page and section."""
+one without docs fails), every citation points into the repository, and every pointer into the
+docs finds its page and section."""
 
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ def test_every_command_is_documented(command: str) -> None:
     assert f"callplane {command}" in README
 
 
+#: The word the design notes went by outside the repository; built here so this file does not
+#: name it.
+_OUTSIDE = "DES" + "IGN"
+
+
 def _tracked_files() -> list[Path]:
     try:
         listed = subprocess.run(
@@ -43,6 +49,22 @@ def _tracked_files() -> list[Path]:
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     return [ROOT / name for name in listed.decode().split("\0") if name]
+
+
+def test_every_citation_points_into_the_repository() -> None:
+    """Comments and docs explain with the repository's own documents (docs/*.md): a reference to
+    design notes kept elsewhere is one a reader cannot follow. Tests that check an output does
+    not carry the word (``"..." not in``) are the only place it may stand."""
+    word = re.compile(rf"\b{_OUTSIDE}\b".encode())
+    allowed = re.compile(rf'"{_OUTSIDE}" not in'.encode())
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in _tracked_files()
+        if path.is_file()
+        for number, line in enumerate(path.read_bytes().splitlines(), 1)
+        if word.search(line) and not allowed.search(line)
+    ]
+    assert found == []
 
 
 def _anchors(page: Path) -> set[str]:

@@ -1,4 +1,4 @@
-"""Drain on SIGTERM (DESIGN §17): ``callplane worker`` and ``callplane serve`` let their calls
+"""Drain on SIGTERM (docs/sip-edge.md): ``callplane worker`` and ``callplane serve`` let their calls
 in progress finish, up to CALLPLANE_DRAIN_SECONDS; a second SIGTERM ends the wait at once."""
 
 from __future__ import annotations

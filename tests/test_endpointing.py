@@ -1,6 +1,6 @@
-"""Smart end of turn (DESIGN §16): what the caller said so far decides how long their silence
-must last; ``silence`` keeps the fixed 500 ms. The listener runs on real espeak-ng speech with
-the real Whisper model; the pauses are the caller's (no audio sent), heard as the line's
+"""Smart end of turn (docs/voices.md#end-of-turn): what the caller said so far decides how long
+their silence must last; ``silence`` keeps the fixed 500 ms. The listener runs on real espeak-ng
+speech with the real Whisper model; the pauses are the caller's (no audio sent), heard as the line's
 silence."""
 
 from __future__ import annotations
@@ -18,6 +18,26 @@ from callplane.settings import Settings
 from callplane.speech.synthesis import EspeakSynthesizer
 from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame
 from tests.audio import transcriber
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Quiero reservar una cita para", "incomplete"),
+        ("Quiero una cita para el viernes.", "complete"),
+        ("¿Puede ayudarme?", "complete"),
+        ("Je voudrais réserver pour", "incomplete"),
+        ("Je voudrais un café.", "complete"),
+        ("Ich möchte einen Termin für", "incomplete"),
+        ("Das bin ich.", "complete"),
+        ("Eu queria marcar uma consulta para", "incomplete"),
+        ("Mi número es 415", "number"),
+        ("予約したいです。", "complete"),
+        ("J'ai une question.", "complete"),
+    ],
+)
+def test_other_languages_end_their_sentences_their_own_way(text: str, kind: str) -> None:
+    assert classify(text) == kind
 
 
 @pytest.mark.parametrize(

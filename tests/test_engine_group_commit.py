@@ -80,3 +80,21 @@ async def test_a_bad_move_fails_alone_and_the_rest_of_its_batch_is_made(make_app
     assert not isinstance(outcomes[3], BaseException) and outcomes[3] is not None
     assert statuses == {**dict.fromkeys(good, "cancelled"), bad: "enqueued"}
     assert [e["type"] for e in bad_events if e["type"] == "call.cancelled"] == []
+
+
+async def test_two_moves_of_one_call_in_a_batch_count_only_the_one_that_was_made(make_app):
+    # A worker's own move and the lease reaper's can meet in one group commit. The reaper's
+    # (its lease not expired) is not made: it must neither be reported nor get an event, and
+    # the move that was made keeps its own event number.
+    app = await make_app()
+    org = await make_org(app)
+    runner = TaskRunner(runtime_of(app))
+    async with client_for(app) as client:
+        call_id = await create_call(client, org, "+14155550100")
+        made, reaped = await runner.transact(
+            apply_moves, [_cancel(org.id, call_id), _cancel(org.id, call_id, lease_expired=True)]
+        )
+        events = await events_of(client, org, call_id)
+
+    assert made is not None and reaped is None
+    assert [(e["type"], e["sequence"]) for e in events] == [("call.cancelled", 1)]

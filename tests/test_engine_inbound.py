@@ -1,5 +1,5 @@
-"""Inbound calls (DESIGN §10) through the adapter-facing router, and the recording of a call
-stored and served through ``recording_presigned_url``."""
+"""Inbound calls (docs/engine-core.md) through the adapter-facing router, and the recording of a
+call stored and served through ``recording_presigned_url``."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ async def test_a_call_to_an_organizations_number_is_answered_as_inbound(make_app
         events = lifecycle(await events_of(client, org, call["id"]))
         theirs = (await client.get("/v1/calls", headers=other.headers)).json()
     assert done["status"] == "completed"
-    # The number routes to the agent's main branch: the call runs its head (DESIGN §15).
+    # The number routes to the agent's main branch: the call runs its head (docs/agents.md).
     assert done["agent_branch_name"] == "main" and done["agent_commit_id"]
     assert [(e["sequence"], e["type"]) for e in events] == [
         (1, "call.in_progress"),

@@ -1,4 +1,5 @@
-"""The call engine moves calls through DESIGN §10's lifecycle (simulated telephony)."""
+"""The call engine moves calls through the lifecycle of docs/engine-core.md (simulated
+telephony)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ async def test_an_answered_call_completes_with_timestamps_duration_and_transcrip
         "call.dialing",
         "call.in_progress",
         "call.ended",
-        "call.analyzed",  # after the call: summary and analyzers (DESIGN §10)
+        "call.analyzed",  # after the call: summary and analyzers (docs/engine-core.md)
     ]
     assert [e["data"]["status"] for e in events] == [
         "dialing",

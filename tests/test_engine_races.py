@@ -1,5 +1,5 @@
 """A claim and POST /calls/{uuid}/cancel racing for the same call: one of them wins, never
-both and never neither (DESIGN §5, §10)."""
+both and never neither (docs/api-contract.md, docs/engine-core.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The engine across processes: workers share the queue, a dead worker's call fails once its
-lease runs out (never redialled), SIGTERM lets calls finish (DESIGN §10)."""
+lease runs out (never redialled), SIGTERM lets calls finish (docs/engine-core.md)."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ async def test_past_the_grace_period_calls_are_hung_up_and_completed(
         tmp_path,
         simulated_call_seconds=60,
         worker_grace_seconds=0.3,
-        drain_seconds=0.3,  # a SIGTERM drains (DESIGN §17)
+        drain_seconds=0.3,  # a SIGTERM drains (docs/sip-edge.md)
         worker_poll_seconds=0.05,
     )
     try:

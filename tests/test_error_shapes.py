@@ -1,4 +1,4 @@
-"""Every /v1 route renders every error in its family's shape (DESIGN §4).
+"""Every /v1 route renders every error in its family's shape (docs/api-contract.md#error-shapes).
 
 The routes are discovered from the app, so a route added later is checked without editing this
 file: 401 without a key, 429 past the rate limit (with Retry-After), 422 for a malformed JSON body.

@@ -1,4 +1,4 @@
-"""GET /v1/external_calls/{uuid} and GET /v1/external_calls (SPEC; DESIGN §4, §5, §6, §7)."""
+"""GET /v1/external_calls/{uuid} and GET /v1/external_calls (SPEC; docs/api-contract.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""External calls come in (DESIGN §12): create a session, upload legs, the worker transcribes them.
+"""External calls come in (docs/api-contract.md#external-calls): create a session, upload legs, the
+worker transcribes them.
 
 Audio is espeak-ng speech made at test time; the recogniser is the real one (loaded once per
 test process). The worker's step (``process_next_leg``) is driven directly so each test decides

@@ -1,4 +1,5 @@
-"""The worker transcribes uploaded legs by itself and tells a webhook endpoint (DESIGN §11, §12).
+"""The worker transcribes uploaded legs by itself and tells a webhook endpoint
+(docs/api-contract.md).
 
 Here the engine runs embedded in the app (as `make run` does on SQLite): nothing drives the
 pipeline but the upload's wake-up. A real HTTP receiver on 127.0.0.1 collects the webhooks.

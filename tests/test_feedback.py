@@ -1,4 +1,5 @@
-"""Feedback on call transcripts (DESIGN §6) and SPEC's POST /v1/feedback/{uuid}/notes.
+"""Feedback on call transcripts (docs/api-contract.md#extension-routes) and SPEC's POST
+/v1/feedback/{uuid}/notes.
 
 Validation errors are ``{"detail": [{loc, msg, type}]}``; others ``{"detail": str}``.
 """
@@ -169,7 +170,7 @@ async def test_note_unauthenticated_is_401_detail_string(client):
     assert_detail_message(response, 401)
 
 
-# Feedback entries (DESIGN §6) ---------------------------------------------------------------
+# Feedback entries (docs/api-contract.md#extension-routes) -----------------------------------------
 
 
 async def test_create_and_list_feedback(app, client, org):

@@ -1,4 +1,5 @@
-"""GET /v1/calls/find_by_attribute: every rule of SPEC and DESIGN §5, in the find family's shape."""
+"""GET /v1/calls/find_by_attribute: every rule of SPEC and docs/api-contract.md#find-by-attribute,
+in the find family's shape."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ async def test_matching_is_case_sensitive_for_keys_and_values(app, client, org):
         assert_find_error(await _find(client, org, param_key=key, param_value=value), 404)
 
 
-# Rule 2 and DESIGN "most recent" ------------------------------------------------------------
+# Rule 2 and "most recent" (docs/api-contract.md) --------------------------------------------------
 
 
 async def test_only_the_most_recent_match_is_returned(app, client, org):
@@ -143,7 +144,7 @@ async def test_params_key_may_contain_dots(app, client, org):
     assert response.json()["call"] == {"params": {"a.b": 1}}
 
 
-# Rule 5 and DESIGN's limits ---------------------------------------------------------------
+# Rule 5 and the limits of docs/api-contract.md ----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -206,7 +207,7 @@ async def test_without_fields_the_full_call_is_returned(app, client, org):
     assert call == full.json()["call"]
 
 
-# Rule 7 and DESIGN's pairs ----------------------------------------------------------------
+# Rule 7 and the pairs of docs/api-contract.md -----------------------------------------------------
 
 
 async def test_no_search_pair_is_422(app, client, org):
@@ -274,7 +275,7 @@ async def test_params_and_external_identifiers_are_separate(app, client, org):
     )
 
 
-# DESIGN: what a stored value matches --------------------------------------------------------
+# What a stored value matches (docs/api-contract.md) -----------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""The fixture document (DESIGN §8): one transaction, ids kept or generated, document order."""
+"""The fixture document (docs/api-contract.md#the-fixture-document): one transaction, ids kept or
+generated, document order."""
 
 from __future__ import annotations
 

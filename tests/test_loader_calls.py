@@ -114,6 +114,7 @@ EXPECTED_CALLS: list[dict[str, Any]] = [
             {"id": "11111111-2222-4333-8444-555555555555", "result": {"ok": True}, "extra": "kept"}
         ],
         "summary": "done",
+        "transcript_deleted_at": None,
         "keyterms": ["refund", "order"],
         "first_message": "Hello",
         "simulate": None,
@@ -153,6 +154,7 @@ EXPECTED_CALLS: list[dict[str, Any]] = [
         "analyzers": [],
         "analysis_results": [],
         "summary": None,
+        "transcript_deleted_at": None,
         "keyterms": [],
         "first_message": None,
         "simulate": None,

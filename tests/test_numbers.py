@@ -1,4 +1,5 @@
-"""PATCH /v1/numbers/{uuid} (SPEC; DESIGN §5): errors are {"error": str}."""
+"""PATCH /v1/numbers/{uuid} (SPEC; docs/api-contract.md#phone-numbers-voices-call-tags-feedback):
+errors are {"error": str}."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Numbers through the API and routed to an agent's branch (DESIGN §15). Errors {"error": str}."""
+"""Numbers through the API and routed to an agent's branch (docs/agents.md). Errors {"error":
+str}."""
 
 from __future__ import annotations
 

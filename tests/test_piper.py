@@ -1,4 +1,4 @@
-"""Piper voices (DESIGN §16): a real ``python -m piper`` process speaking the joe voice wheel,
+"""Piper voices (docs/voices.md): a real ``python -m piper`` process speaking the joe voice wheel,
 voices found in a directory and in installed packages, a process killed mid-call, and the
 band-limited resampling to the phone's and the browser's rates."""
 

@@ -1,4 +1,5 @@
-"""Rate limits (SPEC: Limits; DESIGN §2): per API key, per address for failed logins, 429 shapes.
+"""Rate limits (SPEC: Limits; README.md#configuration): per API key, per address for failed logins,
+429 shapes.
 
 Each test runs with the in-memory limiter and with Redis (shared by two app instances, as by two
 server processes).

@@ -1,5 +1,6 @@
-"""Signed recording URLs and GET /v1/recordings/{id}/audio (DESIGN §7): exact bytes without an
-API key, 403 once expired or altered, HTTP Range, tenancy; call recordings use the same signer."""
+"""Signed recording URLs and GET /v1/recordings/{id}/audio
+(docs/api-contract.md#recordings-and-signed-urls): exact bytes without an API key, 403 once expired
+or altered, HTTP Range, tenancy; call recordings use the same signer."""
 
 from __future__ import annotations
 
@@ -345,7 +346,8 @@ async def test_call_recordings_need_an_existing_call(app):
 
 
 async def test_call_resource_carries_its_recording_url(app, client):
-    """GET /v1/calls/{uuid} signs its recording with the same signer (DESIGN §7)."""
+    """GET /v1/calls/{uuid} signs its recording with the same signer
+    (docs/api-contract.md#recordings-and-signed-urls)."""
     org = await make_org(app)
     other = await make_org(app, "Other")
     call_id, bare_id = str(uuid.uuid4()), str(uuid.uuid4())

@@ -1,4 +1,4 @@
-"""One SIP address, many workers (DESIGN §17): Kamailio from ``callplane sip edge-config`` in
+"""One SIP address, many workers (docs/sip-edge.md): Kamailio from ``callplane sip edge-config`` in
 front of real ``callplane worker`` processes on PostgreSQL, SIPp as the caller."""
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def _pid(worker: WorkerProcess) -> str:
 @requires_kamailio
 @pytest.mark.skipif(
     BACKEND != "postgresql",
-    reason="many worker processes share one database: PostgreSQL only (DESIGN §10)",
+    reason="many worker processes share one database: PostgreSQL only (docs/engine-core.md)",
 )
 @pytest.mark.postgres
 @pytest.mark.slow  # three worker processes and Kamailio: about a minute; the edge end to end

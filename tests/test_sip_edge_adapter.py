@@ -1,4 +1,4 @@
-"""A worker's SIP side behind the Kamailio edge (DESIGN §17), over real UDP on loopback.
+"""A worker's SIP side behind the Kamailio edge (docs/sip-edge.md), over real UDP on loopback.
 
 A plain UDP socket plays the proxy: it sends what Kamailio sends (a record-routed INVITE,
 OPTIONS probes, garbage) and reads exactly what the adapter answers.

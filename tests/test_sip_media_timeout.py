@@ -1,4 +1,4 @@
-"""A far end that vanishes without a BYE (DESIGN §17): no RTP for
+"""A far end that vanishes without a BYE (docs/sip-edge.md): no RTP for
 CALLPLANE_MEDIA_TIMEOUT_SECONDS ends the call ``completed``, says why, keeps the recording."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tools configured through the agents API run on real calls: the commit a call pinned gives the
 worker its tools, and the agent's ``tools_secret`` (shown once, at creation) signs its function
-tool's requests, verified by a real receiver (DESIGN §15)."""
+tool's requests, verified by a real receiver (docs/tools.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tools on real calls (DESIGN §15 "Tools", "Transfers"): the real app and worker over SQLite and
+"""Tools on real calls (docs/tools.md): the real app and worker over SQLite and
 PostgreSQL, the simulated network, a stub brain asking for each tool, and a real local HTTP
 receiver verifying the function tool's signature."""
 

@@ -1,4 +1,4 @@
-"""A function tool against hostile endpoints (DESIGN §15): a real local HTTP receiver and the
+"""A function tool against hostile endpoints (docs/tools.md): a real local HTTP receiver and the
 real guarded client; whatever the endpoint does, the brain gets a short result or error and
 nothing waits past the deadline."""
 

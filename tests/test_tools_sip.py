@@ -1,4 +1,4 @@
-"""Cold transfer over SIP against SIPp (DESIGN §15 "Transfers"): the agent's REFER carries the
+"""Cold transfer over SIP against SIPp (docs/tools.md#transfers): the agent's REFER carries the
 screen-pop header; a far end that takes it (202, NOTIFY 200) gets the call handed over and the
 agent leg hung up; one that answers 405 leaves the agent to tell the caller and go on."""
 

@@ -1,4 +1,4 @@
-"""Warm transfer over SIP against SIPp (DESIGN §15 "Transfers"): the agent calls out (SIPp as the
+"""Warm transfer over SIP against SIPp (docs/tools.md#transfers): the agent calls out (SIPp as the
 caller's phone), the brain asks for ``transfer_call`` to a warm destination (a second SIPp as
 the person's phone, its media a small RTP peer here that hears the summary and then speaks),
 the person is briefed, then bridged to the caller until either hangs up. A destination that is

@@ -1,4 +1,5 @@
-"""``callplane users create`` (DESIGN §2) and the demo person printed by ``callplane demo``.
+"""``callplane users create`` (README.md#command-line) and the demo person printed by ``callplane
+demo``.
 
 Each CLI run costs seconds of start-up, so the rules behind the commands are exercised in process
 and the commands themselves once per behaviour.

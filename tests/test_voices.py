@@ -1,4 +1,4 @@
-"""GET /v1/voices and GET /v1/voices/{uuid} (SPEC; DESIGN §4, §5)."""
+"""GET /v1/voices and GET /v1/voices/{uuid} (SPEC; docs/api-contract.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A call speaks in its voice, and a simulated call's recording holds the speech (DESIGN §16):
+"""A call speaks in its voice, and a simulated call's recording holds the speech (docs/voices.md):
 the agent's lines in its voice on channel 0, the simulated person's (espeak-ng) on channel 1."""
 
 from __future__ import annotations

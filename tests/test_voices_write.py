@@ -1,4 +1,4 @@
-"""POST /voices, DELETE /voices/{uuid} and GET /voices/{uuid}/preview (DESIGN §16): engines that
+"""POST /voices, DELETE /voices/{uuid} and GET /voices/{uuid}/preview (docs/voices.md): engines that
 are installed or not, hostile preview text, a voice an unfinished call still needs, and other
 organizations' voices."""
 

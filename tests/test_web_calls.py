@@ -1,4 +1,4 @@
-"""Web calls over HTTP (DESIGN §16): tokens, the offer/answer exchange, and every way a web
+"""Web calls over HTTP (docs/web-calls.md): tokens, the offer/answer exchange, and every way a web
 call's input can be wrong. The browser is an aiortc peer here (``tests/web_call_peer.py``);
 ``test_web_calls_browser.py`` makes the same call from a real Chromium."""
 
@@ -380,7 +380,7 @@ async def test_web_calls_are_listed_by_their_direction(make_app):
         await peer.close()
     assert [c["id"] for c in web["calls"]] == [made.json()["call_id"]]
     [call] = web["calls"]
-    # The call runs the head of main at the moment it starts (DESIGN §15).
+    # The call runs the head of main at the moment it starts (docs/agents.md).
     assert call["agent_branch_name"] == "main" and call["agent_commit_id"] == head
     assert outbound["total_count"] == 0
 

@@ -1,5 +1,5 @@
-"""A web call from a real headless Chromium (DESIGN §16), through the dashboard's "Talk to this
-agent" page and callplane-web.js: its fake microphone speaks an espeak-ng sentence, the live
+"""A web call from a real headless Chromium (docs/web-calls.md), through the dashboard's "Talk to
+this agent" page and callplane-web.js: its fake microphone speaks an espeak-ng sentence, the live
 transcript shows those words and the agent's reply, and the call ends completed, recorded.
 
 WebRTC in a browser connects over non-loopback addresses only, so the whole scenario

@@ -1,5 +1,5 @@
-"""Webhooks (DESIGN §11): endpoints, Standard Webhooks signatures verified by a real receiver,
-retries on the schedule, the delivery log, redelivery, and the SSRF guard."""
+"""Webhooks (docs/api-contract.md#webhooks): endpoints, Standard Webhooks signatures verified by a
+real receiver, retries on the schedule, the delivery log, redelivery, and the SSRF guard."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""The vocabulary of the fixture document (DESIGN §8) that each domain's ``fixtures`` module uses
-to contribute its sections: ``@section``, the load's context and errors, item parsing and the
-JSON value policy worded as a fixture error. ``loader.py`` imports the domains' sections and runs
-them; this module imports no domain, so the sections and the loader form no circle."""
+"""The vocabulary of the fixture document (docs/api-contract.md#the-fixture-document) that each
+domain's ``fixtures`` module uses to contribute its sections: ``@section``, the load's context and
+errors, item parsing and the JSON value policy worded as a fixture error. ``loader.py`` imports the
+domains' sections and runs them; this module imports no domain, so the sections and the loader form
+no circle."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fixture document of DESIGN §8, loaded in one transaction.
+"""The fixture document of docs/api-contract.md#the-fixture-document, loaded in one transaction.
 
 Each domain contributes the sections it owns with ``@section("name")`` in its ``fixtures``
 module; sections run in dependency order (agents before the numbers that route to them, calls

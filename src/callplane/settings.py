@@ -36,7 +36,8 @@ class Settings(BaseSettings):
     cors_origins: str = ""
     #: Reverse proxies (IPs or CIDRs, comma-separated) whose X-Forwarded-For names the client.
     trusted_proxies: str = ""
-    # The agent's brain (DESIGN §10); unset base URL: the agent speaks first_message and listens.
+    # The agent's brain (docs/engine-core.md); unset base URL: the agent speaks first_message and
+    # listens.
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = None
@@ -49,20 +50,24 @@ class Settings(BaseSettings):
     # Speech recognition (callplane[speech]): a CTranslate2 Whisper directory; unset uses the
     # model wheel installed by `make install`. 0 threads: CTranslate2's default (all cores).
     whisper_model_dir: str | None = None
+    #: ``tiny.en`` (English calls on tiny.en, other languages on ``base``), ``base`` (every call
+    #: on the multilingual model), or a model directory for every call (speech/models.py).
+    whisper_model: str = Field(default="tiny.en", min_length=1)
     transcriber_threads: int = 0
-    # SIP telephony (DESIGN §10); see README "Connect a SIP trunk".
+    # SIP telephony (docs/engine-core.md); see README "Connect a SIP trunk".
     sip_trunk: str | None = None
     sip_listen: str = "127.0.0.1:5060"
     sip_rtp_ports: str = "10000-20000"
     sip_advertised_host: str | None = None
-    # Recording uploads (POST /external_calls/{uuid}/recordings, DESIGN §12): the largest body
-    # (413 beyond), the longest decoded audio (a longer leg is `error`), and how long a worker's
-    # claim on a leg lasts without renewal (a crashed worker's leg is retried after it).
+    # Recording uploads (POST /external_calls/{uuid}/recordings,
+    # docs/api-contract.md#external-calls): the largest body (413 beyond), the longest decoded audio
+    # (a longer leg is `error`), and how long a worker's claim on a leg lasts without renewal (a
+    # crashed worker's leg is retried after it).
     max_recording_bytes: int = 512 * 1024 * 1024
     max_recording_seconds: float = 14400.0
     recording_lease_seconds: float = 60.0
 
-    # The call engine (DESIGN §10).
+    # The call engine (docs/engine-core.md).
     worker: Literal["auto", "embedded", "off"] = "auto"
     telephony: Literal["simulated", "sip"] = "simulated"
     max_concurrent_calls: int = Field(default=10, ge=1)
@@ -82,11 +87,11 @@ class Settings(BaseSettings):
     #: Slots of each worker that campaigns never use, kept for inbound calls.
     inbound_reserve: int = Field(default=0, ge=0)
 
-    # Webhooks (DESIGN §11).
+    # Webhooks (docs/api-contract.md#webhooks).
     webhook_timeout_seconds: float = Field(default=15.0, gt=0)
     webhook_retry_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
     webhook_allow_private_networks: bool = False
-    # Voices and end of turn (issue 28, DESIGN §16); see docs/voices.md.
+    # Voices and end of turn (issue 28); see docs/voices.md.
     #: The engine of calls whose voice names none ("espeak-ng:en-us", "piper:en_US-joe-medium").
     voice_engine: str = "espeak-ng:en-us"
     #: A directory of Piper voices (<name>.onnx + <name>.onnx.json), besides installed packages.
@@ -109,7 +114,7 @@ class Settings(BaseSettings):
 
     # Retention (issue 23): call events and webhook deliveries older than this are purged.
     retention_days: int = Field(default=90, ge=1)
-    # SIP at scale: Kamailio in front of many workers (issue 26, DESIGN §17).
+    # SIP at scale: Kamailio in front of many workers (issue 26, docs/sip-edge.md).
     #: HOST or HOST:PORT a worker writes into its SDP and Contact (default: the listen address),
     #: so that media flows straight between the caller and this worker, past the proxy.
     sip_advertise: str | None = None
@@ -181,7 +186,7 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
 
-    # Web calls (issue 28 item 3, DESIGN §16). ICE servers, comma-separated URLs (``stun:`` /
+    # Web calls (issue 28 item 3, docs/web-calls.md). ICE servers, comma-separated URLs (``stun:`` /
     # ``turn:``) or a JSON list of {"urls", "username", "credential"}; empty: host candidates
     # only, so no public STUN server is ever contacted.
     ice_servers: str = ""

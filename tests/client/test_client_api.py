@@ -20,7 +20,8 @@ COMPLETED_CALL = "5c0f1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e01"
 FEEDBACK = "fe3d2c1b-0a9f-4e8d-9c7b-6a5f4e3d2c01"
 EXTERNAL_CALL = "7a1e0c55-3b2d-4e8f-9c10-5d6e7f8a9b01"
 
-#: operationId of the OpenAPI document → the client method that calls it (DESIGN §14 names).
+#: operationId of the OpenAPI document → the client method that calls it (clients/python/README.md
+#: names).
 METHODS = {
     "list_voices": "voices.list",
     "get_voice": "voices.get",

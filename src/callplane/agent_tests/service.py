@@ -257,10 +257,11 @@ async def list_runs(
     commit_id: uuid.UUID | None,
     page: int,
     page_size: int,
+    kind: str = "tests",
 ) -> tuple[list[AgentRun], int]:
     agent = await get_agent(session, organization_id, agent_uuid)
     query = select_owned(AgentRun, organization_id).where(
-        AgentRun.agent_id == agent.id, AgentRun.kind == "tests"
+        AgentRun.agent_id == agent.id, AgentRun.kind == kind
     )
     if commit_id is not None:
         query = query.where(AgentRun.commit_id == commit_id)

@@ -1,1 +1,1 @@
-"""Agents: versioned configuration that calls run (DESIGN §15)."""
+"""Agents: versioned configuration that calls run (docs/agents.md)."""

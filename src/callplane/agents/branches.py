@@ -1,4 +1,4 @@
-"""Branches of an agent (DESIGN §15): create, move (a rollback is one request), delete, and
+"""Branches of an agent (docs/agents.md): create, move (a rollback is one request), delete, and
 merge — already contained, fast-forward, or three-way against the nearest common ancestor.
 Services flush, never commit."""
 

@@ -1,4 +1,4 @@
-"""The agent config of DESIGN §15: every key optional, unknown keys refused, each error naming
+"""The agent config of docs/agents.md: every key optional, unknown keys refused, each error naming
 its JSON path (``tools/2/url``).
 
 A config is stored as the client wrote it (unset keys stay absent, so a diff shows what people
@@ -22,6 +22,7 @@ from pydantic import (
 
 from callplane.errors import InvalidInput
 from callplane.kit.schemas import LANGUAGE_TAG, UUID_TEXT, Analyzer, SafeStr
+from callplane.speech.models import known_language
 from callplane.tools.config import Strict as _Strict
 from callplane.tools.config import ToolConfig
 from callplane.tools.registry import TOOL_TYPES as REGISTRY
@@ -68,6 +69,32 @@ def _unique_tool_names(tools: list[Any]) -> list[Any]:
     return tools
 
 
+def _known_language(tag: str) -> str:
+    if not known_language(tag):
+        raise ValueError(f"unknown language: {tag} (a tag Whisper recognises, such as es or es-MX)")
+    return tag
+
+
+KnownLanguage = Annotated[
+    str, StringConstraints(pattern=LANGUAGE_TAG), AfterValidator(_known_language)
+]
+_Phrases = Annotated[
+    list[Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]],
+    Field(max_length=20),
+]
+
+
+class LanguagePreset(_Strict):
+    """What changes when the call is, or becomes, in one language (docs/languages.md)."""
+
+    voice_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F-]{32,36}$")] | None = None
+    first_message: Annotated[SafeStr, StringConstraints(max_length=2_000)] | None = None
+    #: Added to the agent's prompt.
+    prompt: Annotated[SafeStr, StringConstraints(max_length=20_000)] | None = None
+    end_call_phrases: _Phrases = []
+    opt_out_phrases: _Phrases = []
+
+
 #: What people say when they do not want to be called again (``opt_out_phrases``' default).
 OPT_OUT_PHRASES = (
     "stop calling",
@@ -79,7 +106,7 @@ OPT_OUT_PHRASES = (
 
 
 class AgentConfig(_Strict):
-    """Every key of DESIGN §15's config."""
+    """Every key of the agent config (docs/agents.md)."""
 
     prompt: Annotated[SafeStr, StringConstraints(max_length=100_000)] | None = None
     first_message: Annotated[SafeStr, StringConstraints(max_length=2_000)] | None = None
@@ -120,6 +147,15 @@ class AgentConfig(_Strict):
     summary_prompt: Annotated[SafeStr, StringConstraints(max_length=10_000)] | None = None
     analyzers: Annotated[list[Analyzer], Field(max_length=50)] = []
     knowledge: Knowledge | None = None
+    #: Per-language presets, by language tag (``es``, ``es-MX``).
+    languages: Annotated[dict[KnownLanguage, LanguagePreset], Field(max_length=50)] = {}
+    #: The summary's language; unset: the call's.
+    summary_language: KnownLanguage | None = None
+    #: Days after a call ends that its recording and transcript text are deleted
+    #: (``engine/call_retention.py``); None keeps them.
+    retention_days: Annotated[int, Field(ge=1, le=3_650)] | None = None
+    #: False: the call's audio is never stored at all.
+    store_recordings: bool | None = None
 
 
 def _path(loc: tuple[str | int, ...]) -> str:

@@ -1,4 +1,4 @@
-"""The other party's contact data as variables read it (DESIGN §15): its top-level keys."""
+"""The other party's contact data as variables read it (docs/agents.md): its top-level keys."""
 
 from __future__ import annotations
 

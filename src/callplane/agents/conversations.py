@@ -1,4 +1,4 @@
-"""``POST /agents/{uuid}/conversations``: one text-only turn of a commit (DESIGN §15), so a team
+"""``POST /agents/{uuid}/conversations``: one text-only turn of a commit (docs/agents.md), so a team
 can test a branch in CI before merging it. The same prompt, variables and tools a call would
 get; tools are mocked (each result ``{"mocked": true}``) unless ``tools`` is ``run``
 (``text_tools``).

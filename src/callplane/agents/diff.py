@@ -1,4 +1,4 @@
-"""Configs as JSON Pointer leaves, and the diff of two (DESIGN §15).
+"""Configs as JSON Pointer leaves, and the diff of two (docs/agents.md).
 
 Objects are walked key by key; lists are whole values, except ``tools``, which is walked per tool
 ``name`` (``/tools/lookup_order/url``), so reordering tools is no change and two people editing

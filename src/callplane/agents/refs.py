@@ -1,4 +1,4 @@
-"""Branch names and refs (a branch name or a commit id) of DESIGN §15."""
+"""Branch names and refs (a branch name or a commit id) of docs/agents.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Agents, branches and commits (DESIGN §15). Every error in the STATUS shape."""
+"""Agents, branches and commits (docs/agents.md). Every error in the STATUS shape."""
 
 from __future__ import annotations
 

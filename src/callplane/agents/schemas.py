@@ -1,4 +1,4 @@
-"""Wire models of DESIGN §15: request bodies and the Agent, Branch and Commit resources.
+"""Wire models of docs/agents.md: request bodies and the Agent, Branch and Commit resources.
 
 Config values are free JSON here and validated by ``agents.config`` (which names JSON paths).
 """

@@ -1,4 +1,4 @@
-"""Agents, branches and commits (DESIGN §15). Services flush, never commit.
+"""Agents, branches and commits (docs/agents.md). Services flush, never commit.
 
 Moving a head is one conditional statement (``move_head``: ``UPDATE … WHERE head = :expected
 RETURNING``): of many writers that read the same head, exactly one moves it, the others get 409
@@ -479,7 +479,7 @@ async def resolve_for_call(
     commit_id: uuid.UUID | None = None,
     other_party: str | None = None,
 ) -> ResolvedAgent:
-    """The agent, branch and commit a new call runs (DESIGN §15); InvalidInput naming the body
+    """The agent, branch and commit a new call runs (docs/agents.md); InvalidInput naming the body
     field when any is unknown, archived or another organization's. A pinned commit keeps the
     branch it was made on, when that branch still exists."""
     if commit_id is not None and branch_name is not None:

@@ -1,4 +1,4 @@
-"""The tools of a text conversation (``POST /agents/{uuid}/conversations``, DESIGN §15).
+"""The tools of a text conversation (``POST /agents/{uuid}/conversations``, docs/tools.md).
 
 ``mock`` answers every tool ``{"mocked": true}``. ``run`` runs them as a call would: the same
 ``Toolbox`` (arguments checked against the schema, the tool's deadline, every failure an error

@@ -1,4 +1,4 @@
-"""``{{variables}}`` of DESIGN §15, rendered without a template engine: nothing in a template
+"""``{{variables}}`` of docs/agents.md, rendered without a template engine: nothing in a template
 is ever evaluated, a name is only looked up.
 
 ``{{name}}`` / ``{{name|default}}``, spaces inside the braces ignored. A bare name is read from the

@@ -1,4 +1,4 @@
-"""The wire forms of DESIGN §15's Agent, Branch and Commit, built on purpose from rows."""
+"""The wire forms of the Agent, Branch and Commit (docs/agents.md), built on purpose from rows."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The agent's brain (DESIGN §10): an OpenAI-compatible chat client, the call's summary and its
-analyzers. Nothing here knows about calls in the database: transcripts in, text and JSON out.
+"""The agent's brain (docs/engine-core.md): an OpenAI-compatible chat client, the call's summary and
+its analyzers. Nothing here knows about calls in the database: transcripts in, text and JSON out.
 
 ``Brain`` is the protocol the engine uses (``base.py``); ``ChatCompletionsBrain`` the one
 provider so far; ``build_brain`` picks the configured one.

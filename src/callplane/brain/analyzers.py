@@ -1,4 +1,5 @@
-"""The call's ``analyzers``, answered by the brain into ``analysis_results`` (SPEC, DESIGN §10).
+"""The call's ``analyzers``, answered by the brain into ``analysis_results`` (SPEC,
+docs/engine-core.md).
 
 Each analyzer's ``output_config`` is the JSON schema of its answer. The answer is validated with
 ``jsonschema``; an answer that is not JSON or does not match is asked for once more (with the

@@ -13,5 +13,5 @@ if TYPE_CHECKING:
 
 def build_brain(settings: Settings) -> Brain | None:
     """The configured brain, or None when ``CALLPLANE_LLM_BASE_URL`` is unset (the agent then
-    speaks ``first_message`` and listens, DESIGN §10)."""
+    speaks ``first_message`` and listens, docs/engine-core.md)."""
     return ChatCompletionsBrain.from_settings(settings)

@@ -1,4 +1,4 @@
-"""The agent's brain: any OpenAI-compatible chat-completions server (DESIGN §10).
+"""The agent's brain: any OpenAI-compatible chat-completions server (docs/engine-core.md).
 
 One ``ChatCompletionsBrain`` per worker process (it holds an HTTP connection pool;
 ``engine/providers.py`` builds it). Two ways to ask:

@@ -41,6 +41,8 @@ class Said:
     text: str
     #: Seconds since the call was answered (None: a text conversation, in arrival order).
     timestamp: float | None = None
+    #: The language it was said in, on a call that speaks of languages (docs/languages.md).
+    language: str | None = None
 
 
 @dataclass(eq=False)
@@ -111,6 +113,8 @@ def entry_of(item: Item) -> dict[str, Any]:
     entry: dict[str, Any]
     if isinstance(item, Said):
         entry = {"role": item.role, "text": item.text}
+        if item.language is not None:
+            entry["language"] = item.language
     elif isinstance(item, ToolCalled):
         entry = {
             "role": "assistant",

@@ -34,7 +34,7 @@ class Summary:
 async def summarize(
     brain: Brain | None, transcript: Sequence[Entry], instructions: str | None = None
 ) -> Summary:
-    """``instructions``: the agent's ``summary_prompt`` (DESIGN §15), besides the fixed ones."""
+    """``instructions``: the agent's ``summary_prompt`` (docs/agents.md), besides the fixed ones."""
     spoken = [e for e in transcript if e.get("text") and not e.get("function_name")]
     if not spoken:
         return Summary(None)

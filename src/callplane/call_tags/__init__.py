@@ -1,1 +1,1 @@
-"""Call tags (SPEC: GET /call_tags; DESIGN §6: POST /call_tags)."""
+"""Call tags (SPEC: GET /call_tags; docs/api-contract.md#extension-routes: POST /call_tags)."""

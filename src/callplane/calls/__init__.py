@@ -1,1 +1,1 @@
-"""Calls: create, read, list, cancel (DESIGN §5, §6)."""
+"""Calls: create, read, list, cancel (docs/api-contract.md)."""

@@ -1,6 +1,6 @@
 """Calls that start answered: an inbound INVITE to one of the organization's numbers, a web call
-from a browser. Both are ``in_progress`` from their first moment (DESIGN §10's inbound move),
-held by the worker that answered them."""
+from a browser. Both are ``in_progress`` from their first moment (the inbound move of
+docs/engine-core.md), held by the worker that answered them."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ async def add_answered_call(
 ) -> Call:
     """A call that starts answered (an inbound INVITE, a web call): ``in_progress`` at once,
     held by ``worker_id`` under a lease, running ``agent``'s commit, with its first event
-    (``call.in_progress``, DESIGN §10's inbound move) written in the same transaction."""
+    (``call.in_progress``, the inbound move of docs/engine-core.md) written in the same
+    transaction."""
     now = utcnow()
     call = Call(
         organization_id=organization_id,

@@ -1,4 +1,5 @@
-"""The searchable attributes of calls: the index behind find_by_attribute (DESIGN §5).
+"""The searchable attributes of calls: the index behind find_by_attribute
+(docs/api-contract.md#find-by-attribute).
 
 Every write of a call's params or external_identifiers writes, in the same transaction, one
 ``call_attributes`` row per key whose value is a string, a number or a boolean. A lookup is then
@@ -38,8 +39,9 @@ _key_digest = functools.lru_cache(maxsize=4096)(digest)
 def value_text(value: Any) -> str | None:
     """The text a stored value matches: strings as they are, numbers and booleans as JSON.
 
-    Objects, arrays and null have no text: they never match (DESIGN §5). A number's JSON is its
-    ``repr`` (what ``json.dumps`` writes for a finite int or float, without building an encoder).
+    Objects, arrays and null have no text: they never match
+    (docs/api-contract.md#find-by-attribute). A number's JSON is its ``repr`` (what ``json.dumps``
+    writes for a finite int or float, without building an encoder).
     """
     if isinstance(value, str):
         return value

@@ -1,4 +1,5 @@
-"""Call events: every move of a call is a row, and the same move a webhook event (DESIGN §10, §11).
+"""Call events: every move of a call is a row, and the same move a webhook event
+(docs/engine-core.md, docs/api-contract.md).
 
 The move's own UPDATE increments ``calls.event_sequence`` and returns it, so a call's events
 are numbered 1, 2, 3... without any read-then-write race, whoever moves the call (a worker, a
@@ -30,6 +31,14 @@ class NewCallEvent:
     call: Call
     type: str
     data: Mapping[str, Any]
+    #: The number its move gave it (default: the call's as it is now). A call moved twice in
+    #: one group commit is one ORM object, whose ``event_sequence`` is the later move's by the
+    #: time the batch is written: two events numbered alike broke the batch on its unique key.
+    sequence: int = -1
+
+    def __post_init__(self) -> None:
+        if self.sequence < 0:
+            object.__setattr__(self, "sequence", self.call.event_sequence)
 
 
 async def record_call_event(
@@ -58,7 +67,7 @@ async def record_call_events(
             {
                 "organization_id": e.call.organization_id,
                 "call_uuid": e.call.id,
-                "sequence": e.call.event_sequence,
+                "sequence": e.sequence,
                 "type": e.type,
                 "at": at,
                 "data": _with_campaign(e),
@@ -91,11 +100,11 @@ async def record_call_events(
                 type=e.type,
                 data={
                     "call": wires[(e.call.id, e.call.event_sequence)],
-                    "sequence": e.call.event_sequence,
+                    "sequence": e.sequence,
                     **({"campaign_id": str(e.call.campaign_id)} if e.call.campaign_id else {}),
                 },
                 endpoints=targets,
-                ordering=(str(e.call.id), e.call.event_sequence),
+                ordering=(str(e.call.id), e.sequence),
             )
             for e, targets in sent
         ],

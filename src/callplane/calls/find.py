@@ -1,4 +1,5 @@
-"""GET /calls/find_by_attribute: criteria, the ``fields`` projection, the lookup (SPEC; DESIGN §5).
+"""GET /calls/find_by_attribute: criteria, the ``fields`` projection, the lookup (SPEC;
+docs/api-contract.md#find-by-attribute).
 
 Numbered comments refer to the rules of SPEC's find_by_attribute section.
 """
@@ -44,7 +45,8 @@ def search_pairs(
     external_identifier_key: str | None,
     external_identifier_value: str | None,
 ) -> list[tuple[str, str, str]]:
-    """(source, key, value) for every pair given; both pairs must both match (DESIGN §5)."""
+    """(source, key, value) for every pair given; both pairs must both match
+    (docs/api-contract.md#find-by-attribute)."""
     pairs = []
     for source, key_name, key, value_name, value in (
         (PARAM, "param_key", param_key, "param_value", param_value),

@@ -1,5 +1,5 @@
 """GET /calls/find_by_attribute. Every error, validation included, is in the find family's shape
-``{"success": false, "errors": [str]}`` (SPEC; DESIGN §4)."""
+``{"success": false, "errors": [str]}`` (SPEC; docs/api-contract.md#error-shapes)."""
 
 from __future__ import annotations
 

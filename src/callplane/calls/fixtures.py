@@ -1,4 +1,5 @@
-"""Fixture section: calls (DESIGN §8) — any subset of SPEC's Call fields, any status and time.
+"""Fixture section: calls (docs/api-contract.md#the-fixture-document) — any subset of SPEC's Call
+fields, any status and time.
 
 ``tags`` are call tag ids and ``agent_id`` an agent's uuid, both of the same organization.
 Numbers are kept as written (a fixture records calls that happened); the searchable attributes
@@ -111,6 +112,7 @@ _CALL_COLUMNS = (
     "analyzers",
     "analysis_results",
     "summary",
+    "transcript_deleted_at",
     "keyterms",
     "first_message",
     "simulate",
@@ -329,6 +331,7 @@ def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
                 json(item.analyzers),
                 json(_stored(_ANALYSIS_RESULTS, item.analysis_results)),
                 item.summary,
+                None,  # retention has not deleted its transcript
                 json(item.keyterms),
                 item.first_message,
                 None,  # a loaded call is history: it is never dialled

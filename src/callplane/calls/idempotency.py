@@ -1,4 +1,4 @@
-"""``Idempotency-Key`` for ``POST /calls`` (DESIGN §6).
+"""``Idempotency-Key`` for ``POST /calls`` (docs/api-contract.md#extension-routes).
 
 The first request with a key claims it with one ``INSERT … ON CONFLICT`` in the same
 transaction that creates the call, and stores its response there. A second request with the key

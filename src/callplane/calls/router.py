@@ -1,5 +1,6 @@
 """Calls: create, list, read, cancel. Every error, validation included, is in the STATUS shape
-``{"status": "error", "success": false, "error": str, "errors": [str]}`` (SPEC; DESIGN §4)."""
+``{"status": "error", "success": false, "error": str, "errors": [str]}`` (SPEC;
+docs/api-contract.md#error-shapes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Wire models of calls: the Call resource (SPEC), the create body and envelopes (DESIGN §6).
+"""Wire models of calls: the Call resource (SPEC), the create body and envelopes
+(docs/api-contract.md#extension-routes).
 
 Responses are built as plain dicts (``service.call_wire``) and serialized by orjson; the models
 here describe them in OpenAPI and validate what clients send.
@@ -13,6 +14,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from callplane.kit.schemas import (
+    LANGUAGE_TAG,
     Analyzer,
     Attributes,
     JSONObject,
@@ -31,6 +33,8 @@ class TranscriptEntry(BaseModel):
     timestamp: float | None = Field(default=None, allow_inf_nan=False)
     function_name: ShortText | None = None
     arguments: JSONObject | None = None
+    #: The language the line was said in, on calls not in English (docs/languages.md).
+    language: Annotated[str, StringConstraints(pattern=LANGUAGE_TAG)] | None = None
 
 
 class CallTagSummary(BaseModel):
@@ -91,6 +95,11 @@ class Call(BaseModel):
     )
     campaign_id: UUID | None = Field(
         default=None, description="Extension: the campaign this call is an attempt of"
+    )
+    transcript_deleted_at: datetime | None = Field(
+        default=None,
+        description="Extension: when retention deleted the call's recording and transcript "
+        "text (the agent's retention_days)",
     )
 
 

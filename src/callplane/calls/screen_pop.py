@@ -1,4 +1,4 @@
-"""``GET /calls/screen_pop/{token}``: a transferred call by its screen-pop token (DESIGN §15)."""
+"""``GET /calls/screen_pop/{token}``: a transferred call by its screen-pop token (docs/tools.md)."""
 
 from __future__ import annotations
 

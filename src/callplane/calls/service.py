@@ -1,4 +1,5 @@
-"""Calls: create, read, list and cancel (SPEC; DESIGN §5, §6). Services flush, never commit."""
+"""Calls: create, read, list and cancel (SPEC; docs/api-contract.md). Services flush, never
+commit."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import or_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agents.contacts import contact_data
@@ -74,6 +76,7 @@ def call_wire(call: Call, tags: list[dict[str, Any]], recording_url: str | None)
     for name in _TAIL:
         wire[name] = getattr(call, name)
     wire["campaign_id"] = uuid_text(call.campaign_id)
+    wire["transcript_deleted_at"] = call.transcript_deleted_at
     return wire
 
 
@@ -239,7 +242,7 @@ async def add_call(session: AsyncSession, call: Call, tag_uuids: Sequence[uuid.U
 async def resolve_agent(
     session: AsyncSession, organization_id: int, body: CallCreate
 ) -> ResolvedAgent | None:
-    """The commit the call runs, resolved now (DESIGN §15): a branch head that moves later does
+    """The commit the call runs, resolved now (docs/agents.md): a branch head that moves later does
     not change a queued call. ``required_variables`` must be in params or the callee's contact
     data, else 422 naming them."""
     if body.agent_id is None:
@@ -371,10 +374,17 @@ async def list_calls(
     direction: str | None,
     created_after: datetime | None,
     created_before: datetime | None,
+    agent_uuid: uuid.UUID | None = None,
+    number: str | None = None,
 ) -> tuple[Sequence[Call], int]:
+    """``agent_uuid`` and ``number`` (either party, E.164) narrow the dashboard's list."""
     query = select_owned(Call, organization_id)
     if status is not None:
         query = query.where(Call.status == status)
+    if agent_uuid is not None:
+        query = query.where(Call.agent_uuid == agent_uuid)
+    if number is not None:
+        query = query.where(or_(Call.to_number == number, Call.from_number == number))
     if direction is not None:
         query = query.where(Call.direction == direction)
     if created_after is not None:
@@ -396,10 +406,11 @@ async def cancel_call(
     """enqueued → cancelled (returns the cancelled call); cancelled stays cancelled (returns None);
     any other status is a conflict.
 
-    The check and the change are one conditional UPDATE (DESIGN §5): a dispatcher that takes
-    the call at the same moment either sees it cancelled or makes this UPDATE match nothing.
-    Only when it matched nothing is the status read, to tell "already cancelled" (success),
-    "started or finished" (409) and "no such call" (404) apart.
+    The check and the change are one conditional UPDATE
+    (docs/api-contract.md#call-statuses-and-cancel): a dispatcher that takes the call at the same
+    moment either sees it cancelled or makes this UPDATE match nothing. Only when it matched nothing
+    is the status read, to tell "already cancelled" (success), "started or finished" (409) and "no
+    such call" (404) apart.
     """
     cancelled: Call | None = await session.scalar(
         update_owned(Call, organization_id)

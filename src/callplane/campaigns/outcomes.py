@@ -142,7 +142,16 @@ async def record_outcomes(session: AsyncSession, ended: list[Ended]) -> set[tupl
 async def complete_if_done(
     session: AsyncSession, organization_id: int, campaign_id: uuid.UUID
 ) -> bool:
-    """running → completed once no recipient is queued or calling (and campaign.completed)."""
+    """running → completed once no recipient is queued or calling (and campaign.completed).
+    The campaign's row is locked first, as an upload of recipients locks it: an upload that
+    committed meanwhile is seen by the check below, never completed over."""
+    locked = await session.scalar(
+        select_owned(Campaign, organization_id, Campaign.id)
+        .where(Campaign.id == campaign_id, Campaign.status == "running")
+        .with_for_update()
+    )
+    if locked is None:
+        return False
     waiting = await session.scalar(
         select_owned(CampaignRecipient, organization_id, CampaignRecipient.id)
         .where(

@@ -354,6 +354,11 @@ EXPORT_COLUMNS = (
 )
 
 
+def _cell(text: str) -> str:
+    """Client text that a spreadsheet would run as a formula is quoted as text."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
 def export_csv(recipients: Iterator[CampaignRecipient]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
@@ -363,7 +368,7 @@ def export_csv(recipients: Iterator[CampaignRecipient]) -> str:
         writer.writerow(
             [
                 r.phone_number,
-                r.external_id or "",
+                _cell(r.external_id or ""),
                 r.timezone or "",
                 r.status,
                 r.attempts,

@@ -1,4 +1,4 @@
-"""The ``callplane`` command (DESIGN §2)."""
+"""The ``callplane`` command (README.md#command-line)."""
 
 from callplane.cli.main import main
 

@@ -1,5 +1,5 @@
 """What every ``callplane`` command shares: one committed transaction, one way to fail, one way
-to print JSON (DESIGN §2: ``--json`` prints exactly one object on stdout)."""
+to print JSON (README.md#command-line: ``--json`` prints exactly one object on stdout)."""
 
 from __future__ import annotations
 

@@ -81,11 +81,24 @@ async def _storage(settings: Settings) -> Finding:
 
 async def _speech_model(settings: Settings) -> Finding:
     from callplane.external_calls.transcription import speech_available
+    from callplane.speech.models import AUTO, model_dir, model_installed
 
     missing = speech_available(settings)
     if missing is not None:
         return Finding("speech model", False, missing)
-    return Finding("speech model", True, settings.whisper_model_dir or "bundled Whisper tiny.en")
+    english = settings.whisper_model_dir or "bundled Whisper tiny.en"
+    # The multilingual model hears every other language (and ``auto``, and uploads).
+    others = model_dir(settings, AUTO) or english
+    if not model_installed(settings, AUTO):
+        return Finding(
+            "speech model",
+            False,
+            f"{english}; no model.bin in {others}: calls in other languages are not "
+            "understood; `make install` assembles it (docs/languages.md)",
+        )
+    if others == english:
+        return Finding("speech model", True, english)
+    return Finding("speech model", True, f"{english}; other languages: {others}")
 
 
 async def _espeak(_settings: Settings) -> Finding:

@@ -1,6 +1,7 @@
-"""``callplane serve | migrate | doctor | orgs | keys | load | demo | users | worker | audit``.
+"""``callplane serve | migrate | doctor | orgs | keys | load | demo | users | worker | audit |
+retention``.
 
-``--json`` outputs are a contract (DESIGN §2): exactly one JSON object on stdout.
+``--json`` outputs are a contract (README.md#command-line): exactly one JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from callplane.cli.agents import agents_app
 from callplane.cli.audit import audit_app
 from callplane.cli.common import fail, in_transaction, missing_database, print_json
 from callplane.cli.doctor import doctor
+from callplane.cli.retention import retention_app
 from callplane.cli.sip import sip_app
 from callplane.cli.users import users_app
 from callplane.cli.voices import voices_app
@@ -44,6 +46,7 @@ app.add_typer(users_app, name="users")
 app.add_typer(sip_app, name="sip")
 app.add_typer(voices_app, name="voices")
 app.add_typer(audit_app, name="audit")
+app.add_typer(retention_app, name="retention")
 app.command()(worker)
 app.command()(doctor)
 

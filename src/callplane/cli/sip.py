@@ -1,4 +1,4 @@
-"""``callplane sip edge-config``: the Kamailio edge in front of many workers (DESIGN §17)."""
+"""``callplane sip edge-config``: the Kamailio edge in front of many workers (docs/sip-edge.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``callplane voices engines [--json]``: the speech engines a Voice may name here (DESIGN §16)."""
+"""``callplane voices engines [--json]``: the speech engines a Voice may name here
+(docs/voices.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ voices_app = typer.Typer(help="Voices the agents speak with.", no_args_is_help=T
 @voices_app.command("engines")
 def voices_engines(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    language: Annotated[
+        str | None, typer.Option("--language", help="Only voices of this language (es, es-MX)")
+    ] = None,
 ) -> None:
     """List the installed engines: Piper voices (CALLPLANE_PIPER_VOICES_DIR and voice packages)
     and espeak-ng's voices; a Voice's `engine` is one of these names."""
@@ -21,7 +25,7 @@ def voices_engines(
     from callplane.voices.schemas import Engine
 
     settings = Settings()
-    engines = list_engines(settings)
+    engines = list_engines(settings, language)
     if as_json:
         print_json([Engine(**vars(e)).model_dump() for e in engines])
         return

@@ -1,4 +1,4 @@
-"""``callplane worker``: the call engine as its own process (DESIGN §10).
+"""``callplane worker``: the call engine as its own process (docs/engine-core.md).
 
 The database must be migrated (``callplane migrate``, or any ``serve``). Run as many as needed
 against one PostgreSQL database; they share the calls and webhook

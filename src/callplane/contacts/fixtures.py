@@ -1,4 +1,5 @@
-"""Fixture section: contacts (DESIGN §8: ``[{"phoneNumber", "data", "ttlSeconds"}]``).
+"""Fixture section: contacts (docs/api-contract.md#the-fixture-document: ``[{"phoneNumber", "data",
+"ttlSeconds"}]``).
 
 Each item goes through the same rules and the same upsert as a PUT, in document order: the
 identifier is normalized (two spellings of one number are one contact, the second item a second

@@ -1,4 +1,4 @@
-"""Caller identifiers (SPEC PUT /contacts/{phoneNumber}/data; DESIGN §5).
+"""Caller identifiers (SPEC PUT /contacts/{phoneNumber}/data; docs/api-contract.md#contact-data).
 
 Phone text (digits, spaces and ``+-().``, in any script: ``callplane.kit.e164``, the policy calls
 use for ``to_number`` too) is a phone number, keyed by its E.164 form, so ``(415) 555-0123``,

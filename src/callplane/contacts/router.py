@@ -1,5 +1,6 @@
-"""Contact data. Every error, validation included, is the STATUS shape (SPEC, DESIGN §4):
-``{"status": "error", "success": false, "error": str, "errors": [str]}``.
+"""Contact data. Every error, validation included, is the STATUS shape (SPEC,
+docs/api-contract.md#error-shapes): ``{"status": "error", "success": false, "error": str, "errors":
+[str]}``.
 
 The PUT body (parsed by the body policy, ``http.body``) is validated by the service rather than by
 a pydantic parameter:

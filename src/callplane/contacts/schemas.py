@@ -1,4 +1,5 @@
-"""Wire models of contact data (SPEC "Contact data record"; DESIGN §5 extensions).
+"""Wire models of contact data (SPEC "Contact data record"; docs/api-contract.md#contact-data for
+the extensions).
 
 The request body is validated by ``service.parse_write`` (exact JSON rules: an integral float is
 an integer, a boolean is not); ``ContactDataWrite`` describes it for OpenAPI.

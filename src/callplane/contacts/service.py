@@ -1,4 +1,5 @@
-"""Contact data rules and queries (SPEC PUT /contacts/{phoneNumber}/data; DESIGN §5).
+"""Contact data rules and queries (SPEC PUT /contacts/{phoneNumber}/data;
+docs/api-contract.md#contact-data).
 
 Every rule that must hold under concurrency is one statement:
 - PUT is one ``INSERT … ON CONFLICT (organization_id, identifier) DO UPDATE … RETURNING`` whose
@@ -78,7 +79,8 @@ def _integer(value: object, field: str) -> int:
 
 
 def compact_json(data: dict[str, Any]) -> str:
-    """Compact JSON text, non-ASCII characters kept as they are (DESIGN §5 size rule)."""
+    """Compact JSON text, non-ASCII characters kept as they are (the size rule of
+    docs/api-contract.md#contact-data)."""
     try:
         return orjson.dumps(data).decode("utf-8")
     except orjson.JSONEncodeError:
@@ -287,7 +289,8 @@ async def get_contact_data(
 async def delete_contact_data(
     db: Db, organization_id: int, identifier: str, *, now: datetime | None = None
 ) -> None:
-    """Clear the data; the contact row and its revision counter remain (DESIGN §5)."""
+    """Clear the data; the contact row and its revision counter remain
+    (docs/api-contract.md#contact-data)."""
     params = {"p_org": organization_id, "p_identifier": identifier, "p_now": now or utcnow()}
     if await _fetchone(db, "delete", params) is None:
         raise NotFound("Contact data not found")

@@ -1,4 +1,5 @@
-"""Fixture section: tables, each created like POST /data/tables, then its records (DESIGN §8).
+"""Fixture section: tables, each created like POST /data/tables, then its records
+(docs/api-contract.md#the-fixture-document).
 
 Tables are created in document order, so a table may reference one that comes before it, and
 its records may name records loaded before them. Record ids are kept when given.

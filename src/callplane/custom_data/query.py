@@ -1,5 +1,6 @@
 """Listing records: GET /data/{table} (query-string filters) and POST /data/{table}/query
-(operator filters), with the paging and sorting rules of DESIGN §5 shared by both.
+(operator filters), with the paging and sorting rules of docs/api-contract.md#custom-data shared by
+both.
 
 Rules: ``page`` invalid or < 1 → 1; ``per_page`` default 50, > 200 → 200, invalid or < 1 → 50;
 ``sort_by`` default ``id``, unknown → 422; ``sort_direction`` ASC/asc ascending, anything else

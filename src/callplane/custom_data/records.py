@@ -1,4 +1,5 @@
-"""Records of a user table: create (batch), read, replace, patch, delete (SPEC, DESIGN §5, §6).
+"""Records of a user table: create (batch), read, replace, patch, delete (SPEC,
+docs/api-contract.md).
 
 Every statement is SQLAlchemy Core on the table's cached ``Table``: identifiers are quoted by the
 toolkit, values are bound. Managed columns (id, organization_id, created_at, updated_at) are set

@@ -1,4 +1,4 @@
-"""/v1/data: custom data tables and their records (SPEC; DESIGN §5, §6).
+"""/v1/data: custom data tables and their records (SPEC; docs/api-contract.md).
 
 Every error, request validation included, is ``{"status": "error", "success": false, "error":
 str, "errors": [str]}`` (the STATUS family). The ``/data/tables`` routes are declared before the

@@ -1,4 +1,5 @@
-"""Wire models of /v1/data (DESIGN §6). Records are open objects: one field per column."""
+"""Wire models of /v1/data (docs/api-contract.md#extension-routes). Records are open objects: one
+field per column."""
 
 from __future__ import annotations
 
@@ -128,8 +129,9 @@ def _query_parameter(name: str, schema: dict[str, Any], description: str) -> dic
     }
 
 
-#: The query parameters of ``GET /data/{table_name}`` (DESIGN §5), for the OpenAPI document: the
-#: route reads them itself, leniently, so they are not declared as FastAPI parameters.
+#: The query parameters of ``GET /data/{table_name}`` (docs/api-contract.md#custom-data), for the
+#: OpenAPI document: the route reads them itself, leniently, so they are not declared as FastAPI
+#: parameters.
 LIST_PARAMETERS: list[dict[str, Any]] = [
     _query_parameter(
         "page", {"type": "integer", "default": 1}, "Page number from 1; invalid or < 1 reads as 1"

@@ -1,4 +1,4 @@
-"""Tables: create, list, read and delete user-defined tables (DESIGN §5, §6).
+"""Tables: create, list, read and delete user-defined tables (docs/api-contract.md).
 
 Creating a table writes its catalog row and runs its CREATE TABLE (with NOT NULL, UNIQUE, index
 and FOREIGN KEY constraints) in the request's transaction: both backends have transactional DDL,

@@ -1,4 +1,5 @@
-"""Column types of custom data tables (DESIGN §5): one small class per type, in one registry.
+"""Column types of custom data tables (docs/api-contract.md#custom-data): one small class per type,
+in one registry.
 
 Each type knows its SQL type, checks a value written in a JSON body (``validate``), and converts
 the text of a query-string filter (``parse_text``). Both raise ``InvalidInput`` naming the column,
@@ -211,7 +212,7 @@ class TimestampType(ColumnType):
             raise _invalid(column, "must be an ISO 8601 timestamp", where)
         try:
             parsed = datetime.fromisoformat(text)
-            # DESIGN §5: a value without a zone is UTC.
+            # docs/api-contract.md#custom-data: a value without a zone is UTC.
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=UTC)
             return parsed.astimezone(UTC)

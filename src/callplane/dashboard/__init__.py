@@ -1,7 +1,7 @@
 """The dashboard at /dashboard: server-rendered pages over the same services as the API.
 
 A mounted application of its own, so its cookie, CSRF checks, HTML error pages and security
-headers never touch /v1. Pages import services, never routers (DESIGN §13, STYLE).
+headers never touch /v1. Pages import services, never routers (README.md#the-dashboard, STYLE).
 """
 
 from __future__ import annotations

@@ -56,6 +56,9 @@ async def _tests_page(
     runs, _ = await service.list_runs(
         session, org, agent_uuid, commit_id=None, page=1, page_size=RUNS_SHOWN
     )
+    replays, _ = await service.list_runs(
+        session, org, agent_uuid, commit_id=None, page=1, page_size=RUNS_SHOWN, kind="replay"
+    )
     gate = None
     if agent.merge_requires_passing_tests and head is not None:
         gate = await gate_problems(session, org, agent, head.id)
@@ -70,6 +73,7 @@ async def _tests_page(
         head=head,
         tests=[service.test_wire(t) for t in tests],
         runs=[service.run_wire(r) for r in runs],
+        replays=[(service.replay_wire(r), len(r.work.get("calls", []))) for r in replays],
         gate=gate,
         errors=errors or [],
         draft=draft if draft is not None else json.dumps(EXAMPLE, indent=2),

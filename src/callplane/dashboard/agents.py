@@ -23,6 +23,7 @@ from callplane.calls.schemas import CallCreate
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
+from callplane.dashboard.tool_forms import kinds, tool_from_form
 from callplane.errors import Conflict, InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.tenancy import select_owned
@@ -33,7 +34,7 @@ from callplane.voices.service import list_voices
 router = dashboard_router()
 HISTORY = 20
 #: The editor's own fields; every other key is edited as JSON beside them.
-EDITED = ("prompt", "first_message", "voice_id", "tools")
+EDITED = ("prompt", "first_message", "voice_id", "language", "tools")
 
 
 def _author(person: Person) -> str:
@@ -131,6 +132,7 @@ async def _page(
         "prompt": config.get("prompt", ""),
         "first_message": config.get("first_message", ""),
         "voice_id": config.get("voice_id", ""),
+        "language": config.get("language", ""),
         "tools": json.dumps(config.get("tools", []), indent=2, ensure_ascii=False),
         "settings": json.dumps(others, indent=2, ensure_ascii=False),
         "message": "",
@@ -151,6 +153,7 @@ async def _page(
         errors=errors or [],
         notice=notice or request.query_params.get("notice"),
         tool_types=TOOL_TYPES,
+        tool_kinds=kinds(),
         gate=gate,
     )
 
@@ -181,7 +184,7 @@ def _config_of(form: dict[str, str]) -> dict[str, Any]:
     if not isinstance(settings, dict):
         raise InvalidInput("Other settings: must be a JSON object")
     config = {k: v for k, v in settings.items() if k not in EDITED}
-    for key in ("prompt", "first_message", "voice_id"):
+    for key in ("prompt", "first_message", "voice_id", "language"):
         if form.get(key, "").strip():
             config[key] = form[key]
     tools = _json(form.get("tools", ""), "Tools")
@@ -219,6 +222,27 @@ async def commit(
         )
     notice = "Committed." if created else "Nothing changed: the config equals the head's."
     return _go(request, f"/agents/{agent_uuid}", branch=branch, notice=notice)
+
+
+@router.post("/agents/{agent_uuid}/tools/add")
+async def add_tool(
+    request: Request, agent_uuid: uuid.UUID, session: SessionDep, person: CurrentPerson
+) -> Response:
+    """A tool built with its kind's form, appended to the editor's draft (not committed)."""
+    form = await fields(request)
+    branch = form.get("branch", MAIN)
+    try:
+        tool = tool_from_form(form)
+        tools = _json(form.get("tools", ""), "Tools") or []
+        if not isinstance(tools, list):
+            raise InvalidInput("Tools: must be a JSON list to add a tool to")
+    except InvalidInput as exc:
+        return await _page(
+            request, session, person, agent_uuid, branch, 422, exc.errors, draft=form
+        )
+    draft = {**form, "tools": json.dumps([*tools, tool], indent=2, ensure_ascii=False)}
+    notice = f"Tool {tool.get('name') or tool['type']} added to the draft: commit to keep it."
+    return await _page(request, session, person, agent_uuid, branch, draft=draft, notice=notice)
 
 
 @router.post("/agents/{agent_uuid}/check")

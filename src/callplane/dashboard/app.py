@@ -14,6 +14,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from callplane.dashboard import (
+    agent_chat,
     agent_tests,
     agents,
     calls,
@@ -25,8 +26,10 @@ from callplane.dashboard import (
     numbers,
     overview,
     people,
+    replays,
     tables,
     talk,
+    voice_previews,
     webhooks,
 )
 from callplane.dashboard.rendering import build_environment, render
@@ -45,12 +48,15 @@ PAGES = (
     external_calls.router,
     numbers.router,
     agents.router,
+    agent_chat.router,
     campaigns.router,
     agent_tests.router,
+    replays.router,
     knowledge.router,
     webhooks.router,
     keys.router,
     talk.router,
+    voice_previews.router,
 )
 
 # No inline script or style anywhere, so the policy can forbid both: injected markup cannot run.

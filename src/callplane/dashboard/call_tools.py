@@ -1,4 +1,4 @@
-"""The call page's tool uses and transfer, inline in the transcript (DESIGN §15).
+"""The call page's tool uses and transfer, inline in the transcript (docs/tools.md).
 
 A tool use is two transcript entries (the brain's ask, the tool's answer) and one ``tool.called``
 event (name, duration, outcome). The k-th answer of a tool name is matched to the k-th event of

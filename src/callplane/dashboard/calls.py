@@ -13,6 +13,7 @@ from starlette.responses import RedirectResponse, Response
 
 from callplane.calls import commands, events, service
 from callplane.calls.schemas import CallCreate
+from callplane.dashboard.call_agents import agent_choices, agents_of
 from callplane.dashboard.call_tools import tool_answers, transfer_of
 from callplane.dashboard.forms import fields
 from callplane.dashboard.overview import call_turn_latencies
@@ -21,6 +22,7 @@ from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime
 from callplane.errors import InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.pagination import total_pages
+from callplane.kit.schemas import normalize_number
 from callplane.models.calls import CALL_STATUSES, UNFINISHED_STATUSES
 from callplane.voices.service import list_voices
 
@@ -34,9 +36,15 @@ async def calls_page(
     session: SessionDep,
     person: CurrentPerson,
     status: str | None = None,
+    agent: str | None = None,
+    number: str | None = None,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
 ) -> Response:
+    # A filter that cannot match anything as typed is dropped rather than refused: a person
+    # editing the address bar gets the whole list back, never an error page.
     status = status if status in CALL_STATUSES else None
+    agent_uuid = _uuid_or_none(agent)
+    wanted = _number_or_none(number)
     calls, total = await service.list_calls(
         session,
         person.organization_id,
@@ -46,18 +54,38 @@ async def calls_page(
         direction=None,
         created_after=None,
         created_before=None,
+        agent_uuid=agent_uuid,
+        number=wanted,
     )
     return render(
         request,
         "calls.html",
         section="calls",
         calls=calls,
+        agents=await agents_of(session, person.organization_id, calls),
+        agent_choices=await agent_choices(session, person.organization_id),
         total=total,
         page=page,
         pages=total_pages(total, PAGE_SIZE),
         status=status,
+        agent=str(agent_uuid) if agent_uuid else "",
+        number=number.strip() if wanted and number else "",
         statuses=CALL_STATUSES,
     )
+
+
+def _uuid_or_none(value: str | None) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value) if value else None
+    except ValueError:
+        return None
+
+
+def _number_or_none(value: str | None) -> str | None:
+    try:
+        return normalize_number(value.strip()) if value and value.strip() else None
+    except ValueError:
+        return None
 
 
 async def _new_call_page(
@@ -75,6 +103,7 @@ async def _new_call_page(
         status_code,
         section="calls",
         voices=voices,
+        agent_choices=await agent_choices(session, person.organization_id),
         values=values,
         errors=errors,
     )
@@ -88,9 +117,12 @@ async def new_call_page(request: Request, session: SessionDep, person: CurrentPe
 def _body(form: dict[str, str]) -> dict[str, Any]:
     """The form as the JSON body ``POST /v1/calls`` would receive (empty fields omitted)."""
     body: dict[str, Any] = {"to_number": form.get("to_number", "")}
-    for name in ("from_number", "voice_id", "first_message", "call_prompt", "language"):
+    names = ("from_number", "voice_id", "first_message", "call_prompt", "language", "agent_id")
+    for name in (*names, "agent_branch_name"):
         if form.get(name, "").strip():
             body[name] = form[name].strip()
+    if "agent_id" not in body:
+        body.pop("agent_branch_name", None)  # a branch means nothing without its agent
     if form.get("agent_speaks_first"):
         body["agent_speaks_first"] = True
     return body
@@ -129,10 +161,12 @@ async def call_page(
     timeline = await events.list_call_events(session, person.organization_id, call_id)
     latency = call_turn_latencies(timeline, transcript)
     transfer, transfer_at = transfer_of(wire, transcript, timeline)
+    agents = await agents_of(session, person.organization_id, [call])
     return render(
         request,
         "call.html",
         section="calls",
+        agent=agents.get(call.id),
         unfinished=UNFINISHED_STATUSES,
         call=wire,
         latency=latency,

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from callplane.dashboard import charts
+from callplane.dashboard.call_agents import commit_labels
 from callplane.dashboard.call_tools import TOOL_EVENT
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
@@ -70,6 +71,7 @@ async def overview_page(request: Request, session: SessionDep, person: CurrentPe
     tools = await event_outcomes(session, org, since, TOOL_EVENT)
     hooks = await webhook_failures(session, org, since)
     commits = await outcomes_by_commit(session, org, since)
+    labels = await commit_labels(session, org, [c.commit for c in commits])
     columns = [name for name, _ in sum((c.answers for c in commits), Counter()).most_common(4)]
     goal = runtime_of(request).settings.turn_latency_goal_ms
     return render(
@@ -97,6 +99,7 @@ async def overview_page(request: Request, session: SessionDep, person: CurrentPe
         hooks=hooks,
         hooks_chart=charts.rate_bar(_rate(hooks), title="Webhook failure rate"),
         commits=commits,
+        labels=labels,
         answer_columns=columns,
     )
 

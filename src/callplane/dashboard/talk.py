@@ -1,4 +1,4 @@
-""" "Talk to this agent": a web call from the dashboard, with a live transcript (DESIGN §16).
+""" "Talk to this agent": a web call from the dashboard, with a live transcript (docs/web-calls.md).
 
 The page asks for a web call token for its own origin (a POST with the session's CSRF token),
 then starts the call with ``callplane-web.js``, as any website would: the dashboard holds no

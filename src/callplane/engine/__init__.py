@@ -1,10 +1,10 @@
-"""The call engine (DESIGN §10): workers that move calls through their lifecycle.
+"""The call engine (docs/engine-core.md): workers that move calls through their lifecycle.
 
     worker.py        Engine: one per worker process; assembles the parts below and stops them
     runner.py        TaskRunner: what every worker task runs on (``jobs.TaskContext``)
     switchboard.py   the calls a worker holds: telephony, conversation services, group commit
     tasks.py         the worker tasks, imported for real (dispatch, leases, webhook delivery, ...)
-    lifecycle.py     every move a call can make, as DESIGN §10's table, and the moves themselves
+    lifecycle.py     every move a call can make, as in docs/engine-core.md, and the moves themselves
     batching.py      group commit: the moves of many calls in one transaction
     claim.py         taking enqueued calls of every waiting organization, each one's limit kept
     leases.py        renewing the calls a worker holds; failing those whose worker vanished

@@ -1,9 +1,10 @@
 """What the agent writes on a call besides its transcript: the summary and analysis results
-after it ends (then ``call.analyzed``, DESIGN §10), and its own events while it runs.
+after it ends (then ``call.analyzed``, docs/engine-core.md), and its own events while it runs.
 
 Both are single ``UPDATE … RETURNING`` statements that also take the call's next event number,
 as every move of a call does (``calls.events``); the agent's own events (``agent.*``) are for
-``GET /calls/{uuid}/events`` and logs, not webhooks (DESIGN §11 lists the webhook types).
+``GET /calls/{uuid}/events`` and logs, not webhooks (docs/api-contract.md#webhooks lists the webhook
+types).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the agent is on one call: ``AgentSpec``, frozen, resolved once when the conversation
-starts (DESIGN §15).
+starts (docs/agents.md).
 
 Three layers, the later winning: the deployment's settings (``CALLPLANE_LLM_MODEL``,
 ``CALLPLANE_MAX_CALL_SECONDS``) < the config of the agent's commit the call runs < the call's
@@ -11,7 +11,7 @@ are kept for the ``agent.started`` event.
 
 A call with no agent commit behaves as before agents existed: no voicemail handling (the agent
 talks to the machine as to a person) and no silence timeout; an agent's config turns both on,
-with DESIGN §15's defaults.
+with docs/agents.md's defaults.
 """
 
 from __future__ import annotations
@@ -73,12 +73,19 @@ class AgentSpec:
     summary_prompt: str | None = None
     analyzers: tuple[Mapping[str, Any], ...] = ()
     commit_id: str | None = None
-    #: The commit's tools (DESIGN §15 Tool objects, by ``type``); ``end_call`` is always added.
+    #: The commit's tools (docs/tools.md Tool objects, by ``type``); ``end_call`` is always added.
     tools: tuple[Mapping[str, Any], ...] = ()
     #: ``knowledge`` (``{"knowledge_base_id", "auto"}``): with ``auto``, each caller turn is
     #: looked up there before the brain is asked.
     knowledge: Mapping[str, Any] | None = None
-    #: ``{{names}}`` found nowhere, sorted (DESIGN §15: the ``agent.started`` event lists them).
+    #: Per-language presets by tag (``{"es": {"voice_id", "first_message", "prompt",
+    #: "end_call_phrases", "opt_out_phrases"}}``), applied by ``conversation/language.py``.
+    languages: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The summary's language (None: the call's).
+    summary_language: str | None = None
+    #: False (the config's ``store_recordings``): the call's audio is not kept.
+    store_recordings: bool = True
+    #: ``{{names}}`` found nowhere, sorted (docs/agents.md: the ``agent.started`` event lists them).
     missing_variables: tuple[str, ...] = ()
 
     def opts_out(self, line: str) -> bool:
@@ -169,6 +176,19 @@ def resolve_agent_spec(
         tools=tuple(_stored(tool) for tool in commit.tools),
         missing_variables=tuple(sorted(missing)),
         knowledge=_stored(commit.knowledge) if commit.knowledge is not None else None,
+        languages={
+            tag: {
+                **_stored(preset),
+                **{
+                    key: rendered(getattr(preset, key))
+                    for key in ("first_message", "prompt")
+                    if getattr(preset, key) is not None
+                },
+            }
+            for tag, preset in commit.languages.items()
+        },
+        summary_language=commit.summary_language,
+        store_recordings=commit.store_recordings is not False,
     )
 
 
@@ -199,7 +219,7 @@ class AgentCommit:
     commit_id: str | None = None
     config: Mapping[str, Any] | None = None
     render: Renderer = field(default=keep_template)
-    #: The agent's ``tools_secret`` (signs its function tools' requests; DESIGN §15). The
+    #: The agent's ``tools_secret`` (signs its function tools' requests; docs/tools.md). The
     #: agents domain fills it from the agent's row; None: function tools fail, and say so.
     tools_secret: str | None = None
     #: The agent's name (``handoff_metadata[provider].campaign_name``).

@@ -1,5 +1,5 @@
 """Where a call's agent commit comes from: the agents domain, read once when the conversation
-starts (DESIGN §15). The commit was pinned on the call when it was created (outbound) or
+starts (docs/agents.md). The commit was pinned on the call when it was created (outbound) or
 answered (inbound), so a branch head that moves later changes nothing here."""
 
 from __future__ import annotations

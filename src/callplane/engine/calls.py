@@ -175,7 +175,8 @@ async def _finish(
             # conversation noticed (its last words were still being recognised).
             by_recording = context.started_at + timedelta(seconds=recording.duration_seconds)
             ended_at = min(ended_at, by_recording)
-        if recording is not None and recording.data:
+        keep = context.spec is None or context.spec.store_recordings
+        if recording is not None and recording.data and keep:
             row = await put_call_recording(
                 board.jobs.runtime,
                 ref.organization_id,
@@ -251,7 +252,7 @@ async def create_inbound_call(
     if found is None:
         return None
     organization_id, number, agent_id, branch_name = found
-    # The head of the number's branch at this moment is the commit the call runs (DESIGN §15).
+    # The head of the number's branch at this moment is the commit the call runs (docs/agents.md).
     agent = (
         await resolve_branch_head(
             session, organization_id, agent_id, branch_name, other_party=offer.from_number

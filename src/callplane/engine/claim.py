@@ -1,5 +1,5 @@
-"""Taking enqueued calls (DESIGN §10: enqueued → dialing): many calls of many organizations in
-one transaction and a fixed number of statements, whatever the number of calls.
+"""Taking enqueued calls (docs/engine-core.md: enqueued → dialing): many calls of many organizations
+in one transaction and a fixed number of statements, whatever the number of calls.
 
 1. The organizations with calls waiting, the one waiting longest first, with how many wait.
 2. On PostgreSQL, their claim locks in one statement (``pg_try_advisory_xact_lock`` per

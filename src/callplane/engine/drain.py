@@ -1,4 +1,4 @@
-"""Draining a worker on SIGTERM (DESIGN §17), for ``callplane worker`` and ``serve``'s engine.
+"""Draining a worker on SIGTERM (docs/sip-edge.md), for ``callplane worker`` and ``serve``'s engine.
 
 The first SIGTERM (or SIGINT) starts a drain: the adapter refuses new calls (SIP: 503 to INVITE
 and OPTIONS, so the Kamailio edge sends them to another worker), no outbound call is claimed,

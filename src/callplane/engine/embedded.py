@@ -1,4 +1,4 @@
-"""The engine inside ``callplane serve`` (CALLPLANE_WORKER, DESIGN §10).
+"""The engine inside ``callplane serve`` (CALLPLANE_WORKER, docs/engine-core.md).
 
 ``auto`` runs it on SQLite (one machine: ``make run`` shows calls moving with nothing else to
 start) and not on PostgreSQL, where ``callplane worker`` processes do the work; ``embedded``

@@ -1,5 +1,5 @@
 """Leases: a worker proves it is alive by renewing its calls; a call whose lease ran out is
-failed by whichever worker notices first (DESIGN §10: never dialled twice).
+failed by whichever worker notices first (docs/engine-core.md: never dialled twice).
 
 Every third of ``CALLPLANE_WORKER_LEASE_SECONDS`` each worker extends the lease of the calls it
 holds and looks for calls of any worker whose lease has expired. Such a call is failed with a

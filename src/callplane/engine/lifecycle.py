@@ -1,4 +1,4 @@
-"""Every move a call can make (DESIGN §10), and the statements that make them.
+"""Every move a call can make (docs/engine-core.md), and the statements that make them.
 
     from         event                                          to           webhook event
     -----------  ---------------------------------------------  -----------  ----------------
@@ -144,11 +144,16 @@ async def apply_moves(
     would give; the result per request is the call as moved, or None when it did not apply."""
     now = utcnow()
     groups: dict[tuple[Any, ...], list[MoveRequest]] = {}
+    keys: list[tuple[Any, ...]] = []
     for request in requests:
         worker = request.ref.worker_id if request.held or request.lease_expired else None
         key = (request.step, worker, request.lease_expired, tuple(sorted(request.values)))
         groups.setdefault(key, []).append(request)
-    moved: dict[tuple[int, uuid.UUID], Call] = {}
+        keys.append(key)
+    # Per kind of move: a call two moves of one batch name (a worker's own move and the lease
+    # reaper's) is moved by the UPDATE whose conditions it meets, and only that move counts
+    # as made, with the event number that UPDATE gave it.
+    moved: dict[tuple[tuple[Any, ...], int, uuid.UUID], tuple[Call, int]] = {}
     for (step, worker, expired, names), group in groups.items():
         conditions: list[ColumnElement[bool]] = [
             tuple_(Call.organization_id, Call.id).in_(
@@ -177,16 +182,23 @@ async def apply_moves(
             .execution_options(synchronize_session=False),
             "the engine moves a batch of calls, each named by (organization, id)",
         )
+        group_key = (step, worker, expired, names)
         for moved_call in await session.scalars(statement):
-            moved[(moved_call.organization_id, moved_call.id)] = moved_call
-    results = [moved.get((r.ref.organization_id, r.ref.call_id)) for r in requests]
+            at = (group_key, moved_call.organization_id, moved_call.id)
+            moved[at] = (moved_call, moved_call.event_sequence)
+    made = [
+        moved.get((key, r.ref.organization_id, r.ref.call_id))
+        for key, r in zip(keys, requests, strict=True)
+    ]
+    results = [m[0] if m is not None else None for m in made]
     events: list[NewCallEvent] = []
     inserts: dict[type[Base], list[dict[str, Any]]] = {}
-    for request, call in zip(requests, results, strict=True):
-        if call is None:
+    for request, move in zip(requests, made, strict=True):
+        if move is None:
             continue
+        call, sequence = move
         data = {"status": call.status, **request.data}
-        events.append(NewCallEvent(call, request.step.event_type, data))
+        events.append(NewCallEvent(call, request.step.event_type, data, sequence))
         for model, row in request.rows:
             inserts.setdefault(model, []).append(row)
     for model, rows in inserts.items():

@@ -22,7 +22,7 @@ log = logging.getLogger("callplane.engine.providers")
 class Providers:
     transcriber: Transcriber | None = None
     brain: Brain | None = None
-    #: Every voice engine, by name (DESIGN §16), shared with the API's previews; None: this
+    #: Every voice engine, by name (docs/voices.md), shared with the API's previews; None: this
     #: machine cannot speak (no espeak-ng).
     voices: Synthesizers | None = None
 

@@ -22,7 +22,8 @@ Timeline = Callable[[Sequence[tuple[float, str | None]]], list[float]]
 
 
 def restamp_transcript(transcript: list[dict[str, Any]], timeline: Timeline) -> None:
-    """Each entry at its line's place in the recording; a tool's entries between the lines."""
+    """Each entry at its line's place in the recording; a tool's entries after the agent's line
+    they came with."""
     moments = [
         (
             float(entry.get("timestamp") or 0),
@@ -30,9 +31,13 @@ def restamp_transcript(transcript: list[dict[str, Any]], timeline: Timeline) -> 
         )
         for entry in transcript
     ]
+    # The entries keep the order the conversation gave them (what the brain was told, in that
+    # order); a moment the recording places earlier than the entry before it (two sides racing
+    # within a millisecond) is placed with that entry instead.
+    latest = 0.0
     for entry, place in zip(transcript, timeline(moments), strict=True):
-        entry["timestamp"] = place
-    transcript.sort(key=lambda entry: float(entry.get("timestamp") or 0))
+        latest = max(latest, place)
+        entry["timestamp"] = latest
 
 
 async def restamp_turns(

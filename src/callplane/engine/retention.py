@@ -15,6 +15,8 @@ from typing import Any
 from sqlalchemy import delete, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from callplane.engine.call_retention import BATCH as CALL_BATCH
+from callplane.engine.call_retention import expire_calls
 from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit.tenancy import across_organizations
 from callplane.models.base import utcnow
@@ -74,7 +76,9 @@ async def purge_step(ctx: TaskContext, now: datetime | None = None) -> bool:
     cutoff = (now or utcnow()) - timedelta(days=ctx.settings.retention_days)
     events = await ctx.transact(purge_call_events, cutoff, BATCH)
     deliveries = await ctx.transact(purge_webhook_deliveries, cutoff, BATCH)
-    return events == BATCH or deliveries == BATCH
+    # Agents' own retention_days: recordings and transcripts of their ended calls.
+    calls = await ctx.transact(expire_calls, now, CALL_BATCH)
+    return events == BATCH or deliveries == BATCH or calls == CALL_BATCH
 
 
 async def _run(ctx: TaskContext) -> None:

@@ -1,5 +1,5 @@
 """What tools write on the call while it runs: the ``cart`` a function tool returned, and a
-transfer's record (DESIGN §15 "Transfers": ``transferred``, ``screen_pop_token``,
+transfer's record (docs/tools.md#transfers: ``transferred``, ``screen_pop_token``,
 ``handoff_metadata[provider]``, event and webhook ``call.transferred``). Each is one UPDATE of
 the call, in its own organization, and the transfer takes the call's next event number as every
 move does (``calls.events``)."""

@@ -1,4 +1,4 @@
-"""Web calls are held by the process that answered their offer (DESIGN §16).
+"""Web calls are held by the process that answered their offer (docs/web-calls.md).
 
 The browser's media goes to the address in our SDP answer, so the ``serve`` process that
 answered ``POST /web_calls`` holds the call: whatever CALLPLANE_WORKER says, and on PostgreSQL

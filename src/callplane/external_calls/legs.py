@@ -54,7 +54,8 @@ _ACROSS_ORGANIZATIONS = {
 def _claimable(now: datetime) -> Any:
     return and_(
         Recording.external_call_id.is_not(None),
-        # Deleted and excluded legs are hidden everywhere (DESIGN §5): nobody waits for them.
+        # Deleted and excluded legs are hidden everywhere (docs/api-contract.md#external-calls):
+        # nobody waits for them.
         Recording.deleted.is_(False),
         Recording.excluded.is_(False),
         or_(

@@ -1,4 +1,5 @@
-"""Processing one recording leg: decode, recognise, redact, summarise (DESIGN §12).
+"""Processing one recording leg: decode, recognise, redact, summarise
+(docs/api-contract.md#external-calls).
 
 ``process_next_leg(runtime, transcriber)`` claims the oldest waiting leg (``legs.py``), works on
 it with its lease renewed in the background, and settles it ``transcribed`` or ``error``. The
@@ -299,6 +300,7 @@ def _recognise(
             "end": min(segment.end, round(duration, 3)),
             "confidence": segment.confidence,
             "channel": channel,
+            "language": segment.language,
         }
         for channel, speaker, segments in per_channel
         for segment in segments

@@ -1,4 +1,4 @@
-"""Redaction of spoken card and account numbers (SPEC rule 3, DESIGN §12).
+"""Redaction of spoken card and account numbers (SPEC rule 3, docs/api-contract.md#external-calls).
 
 A run of consecutive spoken digits with 6 or more digits in all ("4 1 1 1 1 1 1 1", "four one
 one one…", "4111 1111") is replaced by ``[redacted]`` in the transcript and by a steady tone in

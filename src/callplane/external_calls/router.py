@@ -1,5 +1,6 @@
 """External calls. Request validation uses the detail list; every other error is
-``{"status": "error", "success": false, "error", "errors"}`` (SPEC, DESIGN §4)."""
+``{"status": "error", "success": false, "error", "errors"}`` (SPEC,
+docs/api-contract.md#error-shapes)."""
 
 from __future__ import annotations
 

@@ -16,6 +16,8 @@ class TranscriptEntry(BaseModel):
     end: float | None = None
     confidence: float | None = None
     channel: str | None = None
+    #: The language the recogniser heard (ISO 639-1), null when it could not tell.
+    language: str | None = None
 
 
 class Recording(BaseModel):
@@ -75,7 +77,8 @@ class SourceIn(BaseModel):
 
 
 class ExternalCallCreate(BaseModel):
-    """Body of POST /external_calls (DESIGN §12). Unknown fields are ignored."""
+    """Body of POST /external_calls (docs/api-contract.md#external-calls). Unknown fields are
+    ignored."""
 
     external_call_id: str | None = Field(default=None, max_length=255)
     title: str | None = Field(default=None, max_length=500)

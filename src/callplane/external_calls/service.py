@@ -287,8 +287,8 @@ async def add_leg(session: AsyncSession, call: ExternalCall, leg: Recording) -> 
 
 
 def derived_status(legs: Sequence[Recording], current: str) -> str:
-    """DESIGN §12: ``error`` if any visible leg failed, ``transcribed`` once every visible leg
-    is; otherwise ``processing``. A call without legs keeps its status."""
+    """docs/api-contract.md#external-calls: ``error`` if any visible leg failed, ``transcribed``
+    once every visible leg is; otherwise ``processing``. A call without legs keeps its status."""
     if not legs:
         return current
     statuses = {leg.status for leg in legs}

@@ -1,4 +1,5 @@
-"""The TRANSCRIPTION worker task: recording legs are processed by every worker (DESIGN §12).
+"""The TRANSCRIPTION worker task: recording legs are processed by every worker
+(docs/api-contract.md#external-calls).
 
 Each worker takes one leg at a time (recognition uses the machine's cores), woken at once when
 a leg is uploaded and polling at CALLPLANE_WORKER_POLL_SECONDS otherwise. The model is loaded on
@@ -23,6 +24,7 @@ from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
 from callplane.settings import Settings
 from callplane.speech.base import Segment, Transcriber
+from callplane.speech.models import AUTO, model_installed
 from callplane.speech.transcriber import SpeechUnavailable, bundled_model_dir, shared_transcriber
 
 log = logging.getLogger("callplane.external_calls")
@@ -45,8 +47,17 @@ class LazyTranscriber(Transcriber):
         hints: Sequence[str] = (),
         abandoned: threading.Event | None = None,
     ) -> list[Segment]:
-        transcriber = shared_transcriber(self.settings, "batch")
-        return transcriber.transcribe(pcm, sample_rate, hints=hints, abandoned=abandoned)
+        # A recording says nothing of its language: the multilingual model identifies it
+        # (where the install has one: docs/languages.md), then the model for that language
+        # transcribes it, as a call in it would be (English stays on the faster tiny.en).
+        language = "en"
+        if model_installed(self.settings, AUTO):
+            identifier = shared_transcriber(self.settings, "batch", AUTO)
+            language, _ = identifier.detect_language(pcm, sample_rate)
+        transcriber = shared_transcriber(self.settings, "batch", language)
+        return transcriber.transcribe(
+            pcm, sample_rate, hints=hints, abandoned=abandoned, language=language
+        )
 
 
 def speech_available(settings: Settings) -> str | None:

@@ -2,7 +2,7 @@
 
 The body is judged by the worker (``processing.py``), which decodes it: bytes that are not
 audio of the declared type make the leg ``error`` rather than the upload fail, so a client
-always gets a leg whose state says what became of its file (DESIGN §12).
+always gets a leg whose state says what became of its file (docs/api-contract.md#external-calls).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Fixture section: feedback entries (DESIGN §8), each on a call of the same organization.
+"""Fixture section: feedback entries (docs/api-contract.md#the-fixture-document), each on a call of
+the same organization.
 
-Besides DESIGN's fields an item may carry ``notes`` (texts, or objects with ``note_text`` and
-optionally ``author_name`` and ``created_at``), so sample data can show notes too.
+Besides the fields of docs/api-contract.md an item may carry ``notes`` (texts, or objects with
+``note_text`` and optionally ``author_name`` and ``created_at``), so sample data can show notes too.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Feedback on call transcripts and its notes. Validation errors are the detail list
-``{"detail": [{loc, msg, type}]}``; every other error is ``{"detail": str}`` (SPEC; DESIGN §4)."""
+``{"detail": [{loc, msg, type}]}``; every other error is ``{"detail": str}`` (SPEC;
+docs/api-contract.md#error-shapes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire models of feedback entries and notes (SPEC: Feedback note; DESIGN §5, §6)."""
+"""Wire models of feedback entries and notes (SPEC: Feedback note; docs/api-contract.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from callplane.kit.schemas import SafeStr
 
-#: DESIGN §5: a note is 1–10,000 characters (kept exactly as sent).
+#: docs/api-contract.md#phone-numbers-voices-call-tags-feedback: a note is 1–10,000 characters (kept
+#: exactly as sent).
 NoteText = Annotated[SafeStr, StringConstraints(min_length=1, max_length=10_000)]
 
 

@@ -1,4 +1,5 @@
-"""Error families (DESIGN §4): every error of a route is rendered in the shape its family gives.
+"""Error families (docs/api-contract.md#error-shapes): every error of a route is rendered in the
+shape its family gives.
 
 A router declares its family once (``family_router(FAMILY)``); all errors raised while handling
 one of its routes (authentication, rate limits, malformed JSON, bad path/query/body values,

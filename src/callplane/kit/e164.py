@@ -1,5 +1,5 @@
 """One policy for text that names a phone number: a call's ``to_number``/``from_number`` and a
-contact's identifier (DESIGN §5) read the same string the same way.
+contact's identifier (docs/api-contract.md#contact-data) read the same string the same way.
 
 - *Phone text* is made only of digits, spaces and ``+-().``. A digit is a decimal digit of any
   script (Arabic-Indic ``٤``, full-width ``４``...), a space any Unicode space (NBSP, ideographic

@@ -1,9 +1,9 @@
 """A short-lived cache of authenticated API keys, one per process (held by ``Runtime``).
 
 A key found in the database is remembered for at most ``CACHE_SECONDS`` by each process, so a
-revoked key stops working everywhere within that time (DESIGN §2: within one second) while a busy
-client costs no query per request. Unknown keys are never cached: a key created a moment ago must
-work at once.
+revoked key stops working everywhere within that time (docs/api-contract.md#identity-and-tenancy:
+within one second) while a busy client costs no query per request. Unknown keys are never cached: a
+key created a moment ago must work at once.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ services (``InvalidInput``). Pydantic's texts carry library prefixes ("Value err
 internal limits the client never sent ("... after validation, not 2097152"); they are rewritten
 here from the error's type and context. The field is named by the location, once: a message that
 already starts with a field name (services write ``"score: must be an integer"``) is kept as it
-is instead of being prefixed again. The input itself is never echoed back (DESIGN §4).
+is instead of being prefixed again. The input itself is never echoed back
+(docs/api-contract.md#error-shapes).
 """
 
 from __future__ import annotations

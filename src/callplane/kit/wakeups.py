@@ -1,4 +1,4 @@
-"""Prompt wake-ups of the engine's queues, without polling hard (DESIGN §10).
+"""Prompt wake-ups of the engine's queues, without polling hard (docs/engine-core.md).
 
 A change that gives a worker something to do (a call enqueued, a webhook event written, a call
 slot freed) ``announce``s a channel in its transaction. On PostgreSQL that is a ``pg_notify``,

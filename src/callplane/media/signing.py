@@ -1,4 +1,4 @@
-"""Signed recording URLs (DESIGN §7).
+"""Signed recording URLs (docs/api-contract.md#recordings-and-signed-urls).
 
 Local storage: ``{PUBLIC_URL}/v1/recordings/{id}/audio?expires=<unix>&signature=<hmac>``, where
 the HMAC-SHA256 covers the organization, the recording id and the expiry exactly as written in

@@ -1,4 +1,4 @@
-"""Agents and their versioned configuration (DESIGN §15).
+"""Agents and their versioned configuration (docs/agents.md).
 
 An agent owns branches; a branch names its head commit; a commit is immutable (the whole config,
 its parents, who made it and why). Moving a head is one conditional UPDATE on

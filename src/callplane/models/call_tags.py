@@ -13,7 +13,8 @@ from callplane.models.base import Base, utcnow
 
 class CallTag(Base):
     __tablename__ = "call_tags"
-    # The list is paginated in (created_at, id) order (DESIGN §5).
+    # The list is paginated in (created_at, id) order
+    # (docs/api-contract.md#phone-numbers-voices-call-tags-feedback).
     __table_args__ = (
         Index("ix_call_tags_organization_id_created_at_id", "organization_id", "created_at", "id"),
     )

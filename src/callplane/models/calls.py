@@ -53,10 +53,23 @@ class Call(Base):
             "created_at",
             "id",
         ),
-        # The engine's queue (DESIGN §10) spans organizations: the oldest enqueued calls, and the
-        # calls in dialing/in_progress whose lease ran out. The one calls index not led by
+        # The engine's queue (docs/engine-core.md) spans organizations: the oldest enqueued calls,
+        # and the calls in dialing/in_progress whose lease ran out. The one calls index not led by
         # organization_id, because the dispatcher serves every organization.
         Index("ix_calls_status_created_at_id", "status", "created_at", "id"),
+        # The dashboard's calls filtered by the other party's number (either side of the call).
+        Index(
+            "ix_calls_organization_id_to_number_created_at",
+            "organization_id",
+            "to_number",
+            "created_at",
+        ),
+        Index(
+            "ix_calls_organization_id_from_number_created_at",
+            "organization_id",
+            "from_number",
+            "created_at",
+        ),
         # An agent's latest calls (replays of its last N calls).
         Index(
             "ix_calls_organization_id_agent_uuid_created_at",
@@ -72,6 +85,15 @@ class Call(Base):
             "screen_pop_token",
             sqlite_where=text("screen_pop_token IS NOT NULL"),
             postgresql_where=text("screen_pop_token IS NOT NULL"),
+        ),
+        # Retention: an agent commit's ended calls whose text is still kept, oldest first.
+        Index(
+            "ix_calls_organization_id_agent_commit_id_ended_at",
+            "organization_id",
+            "agent_commit_id",
+            "ended_at",
+            sqlite_where=text("transcript_deleted_at IS NULL"),
+            postgresql_where=text("transcript_deleted_at IS NULL"),
         ),
         # A campaign's attempts. Partial: other calls carry no campaign.
         Index(
@@ -118,13 +140,15 @@ class Call(Base):
     analyzers: Mapped[list[Any]] = mapped_column(default=list)
     analysis_results: Mapped[list[Any]] = mapped_column(default=list)
     summary: Mapped[str | None] = mapped_column(Text, default=None)
+    #: When retention deleted the transcript text and the recording (``engine/call_retention``).
+    transcript_deleted_at: Mapped[datetime | None] = mapped_column(default=None)
     keyterms: Mapped[list[str]] = mapped_column(default=list)
     #: What the agent says first when the call is answered (extension of POST /calls).
     first_message: Mapped[str | None] = mapped_column(Text, default=None)
     #: The simulated network's person for this call (``{"script": [{"say", "after_ms"}]}``).
     simulate: Mapped[dict[str, Any] | None] = mapped_column(default=None)
-    # The engine's hold on the call (DESIGN §10): which worker process dials it and until when
-    # that worker is presumed alive. Set together with the move to ``dialing``.
+    # The engine's hold on the call (docs/engine-core.md): which worker process dials it and until
+    # when that worker is presumed alive. Set together with the move to ``dialing``.
     worker_id: Mapped[str | None] = mapped_column(String(64), default=None)
     lease_expires_at: Mapped[datetime | None] = mapped_column(default=None)
     #: The ``sequence`` of the call's newest event; each transition increments it in its UPDATE.
@@ -189,8 +213,9 @@ class CallAttribute(Base):
     whatever the client sent (a PostgreSQL btree entry is limited to about 2.7 kB), and the
     lookup is an equality on fixed-width bytes. The value digest is taken over the value's JSON
     text for numbers and booleans (``123``, ``1.5``, ``true``) and over the string itself for
-    strings (DESIGN §5); objects, arrays and null get no row, so they never match.
-    ``created_at`` is the call's, copied so the most recent match is the first index entry.
+    strings (docs/api-contract.md#find-by-attribute); objects, arrays and null get no row, so they
+    never match. ``created_at`` is the call's, copied so the most recent match is the first index
+    entry.
     """
 
     __tablename__ = "call_attributes"

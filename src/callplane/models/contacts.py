@@ -1,7 +1,8 @@
 """Contact data: one JSON object of state per (organization, caller identifier).
 
 A row outlives its data. DELETE and expiry clear ``data``/``expires_at`` but keep the row, so the
-revision counter of an identifier never goes back (DESIGN §5) and the next PUT continues it.
+revision counter of an identifier never goes back (docs/api-contract.md#contact-data) and the next
+PUT continues it.
 """
 
 from __future__ import annotations

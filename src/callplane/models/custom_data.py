@@ -1,4 +1,4 @@
-"""The catalog of custom data tables (DESIGN §5, §6).
+"""The catalog of custom data tables (docs/api-contract.md).
 
 Each row describes one user table; its records live in a real table named ``udt_<id>`` that is
 created and dropped at run time (never by migrations). ``id`` never repeats (AUTOINCREMENT on

@@ -94,7 +94,8 @@ class Recording(Base):
             postgresql_where=text("status IN ('pending', 'processing')"),
         ),
         # The signed audio URL carries no API key and so no organization: the audio route finds
-        # the recording by id alone (DESIGN §7). The one index not led by organization_id.
+        # the recording by id alone (docs/api-contract.md#recordings-and-signed-urls). The one index
+        # not led by organization_id.
         Index("ix_recordings_id", "id"),
     )
 
@@ -130,7 +131,7 @@ class Recording(Base):
 
     @property
     def visible(self) -> bool:
-        """Deleted and excluded legs are hidden everywhere (DESIGN §5)."""
+        """Deleted and excluded legs are hidden everywhere (docs/api-contract.md#external-calls)."""
         return not (self.deleted or self.excluded)
 
     @property

@@ -1,4 +1,4 @@
-"""People who sign in to the dashboard (DESIGN §13).
+"""People who sign in to the dashboard (README.md#the-dashboard).
 
 An email names one person across the whole deployment (sign-in has nothing else to go by), so its
 unique index is the one index here that does not lead with organization_id.

@@ -1,4 +1,4 @@
-"""Web call tokens: what a website holds instead of an API key (DESIGN §16).
+"""Web call tokens: what a website holds instead of an API key (docs/web-calls.md).
 
 A token is minted with an API key (``POST /web_calls/tokens``) and names everything the call
 will be: the agent, its ref, the params, and the one browser origin that may use it. Only its

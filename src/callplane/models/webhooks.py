@@ -1,4 +1,5 @@
-"""Webhook endpoints, the events outbox, the delivery queue and the delivery log (DESIGN §11).
+"""Webhook endpoints, the events outbox, the delivery queue and the delivery log
+(docs/api-contract.md#webhooks).
 
 An event is written once (``webhook_events``, its exact body, so every attempt signs the same
 bytes) in the transaction that made the change it reports, with one ``webhook_jobs`` row per

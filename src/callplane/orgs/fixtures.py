@@ -1,5 +1,5 @@
-"""Fixture section: agents (DESIGN §8, §15): ``config`` is the first commit on ``main``;
-``branches`` are each one commit after main's."""
+"""Fixture section: agents (docs/api-contract.md, docs/agents.md): ``config`` is the first commit on
+``main``; ``branches`` are each one commit after main's."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Organizations and their API keys (DESIGN §3).
+"""Organizations and their API keys (docs/api-contract.md#identity-and-tenancy).
 
 Keys are ``cp_`` + 43 url-safe characters (32 random bytes). Only their SHA-256 is stored: the
 plain key is returned once, at creation.

@@ -1,4 +1,5 @@
-"""Phone numbers. Every error, validation included, is ``{"error": str}`` (SPEC, DESIGN §4)."""
+"""Phone numbers. Every error, validation included, is ``{"error": str}`` (SPEC,
+docs/api-contract.md#error-shapes)."""
 
 from __future__ import annotations
 

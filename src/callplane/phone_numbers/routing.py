@@ -1,5 +1,5 @@
-"""Numbers owned and routed through the API (DESIGN §15): create, list, delete, and routing to an
-agent's branch. A number is unique across organizations: the check and the insert run under a
+"""Numbers owned and routed through the API (docs/agents.md): create, list, delete, and routing to
+an agent's branch. A number is unique across organizations: the check and the insert run under a
 per-number lock, so organizations racing for it get one 201 and 409s, never a 500."""
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ FRIENDLY_NAME_MAX = 255
 
 
 def clean_friendly_name(value: object) -> str:
-    """DESIGN §5: a string of 1–255 characters after trimming."""
+    """docs/api-contract.md#phone-numbers-voices-call-tags-feedback: a string of 1–255 characters
+    after trimming."""
     if not isinstance(value, str):
         raise InvalidInput("friendly_name must be a string", loc=("body", "friendly_name"))
     trimmed = value.strip()

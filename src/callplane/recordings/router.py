@@ -1,4 +1,5 @@
-"""Recording audio behind signed URLs (DESIGN §7): no API key, 403 when expired or altered.
+"""Recording audio behind signed URLs (docs/api-contract.md#recordings-and-signed-urls): no API key,
+403 when expired or altered.
 
 Serves the stored bytes with their content type and HTTP Range support, so audio players can
 seek. Errors are in the STATUS shape.

@@ -43,6 +43,10 @@ class Segment:
     #: The segment's words with their times, when the recogniser provides them (optional:
     #: redaction of spoken numbers needs them; other callers may ignore them).
     words: tuple[Word, ...] = ()
+    #: The language heard (ISO 639-1, ``"es"``) and how sure the recogniser is of it, 0..1;
+    #: None when it was not identified (an English-only model, or a language fixed in advance).
+    language: str | None = None
+    language_probability: float | None = None
 
 
 class Transcriber(abc.ABC):
@@ -117,6 +121,10 @@ class SpeechEngine(abc.ABC):
 
     def installed(self, voice: str, settings: SpeechSettings) -> bool:
         return voice in self.voices(settings)
+
+    def language_of(self, voice: str) -> str | None:
+        """The language tag the voice speaks (``es-419``), when its name says it."""
+        return None
 
     @abc.abstractmethod
     def build(self, voice: str, settings: SpeechSettings, fallback: Synthesizer) -> Synthesizer:

@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass
 
 from callplane.speech.base import SpeechEngine, SpeechSettings, Synthesizer
+from callplane.speech.models import primary
 from callplane.speech.registry import ENGINES
 
 log = logging.getLogger("callplane.speech.engines")
@@ -35,6 +36,8 @@ class Engine:
     voice: str
     #: Where the voice comes from (a directory, a package, the Debian program).
     source: str
+    #: The language tag it speaks (``es-419``), when its name says it.
+    language: str | None = None
 
 
 def _kind(name: str) -> tuple[SpeechEngine, str]:
@@ -54,13 +57,38 @@ def parse_engine(name: str) -> tuple[str, str]:
     return kind.program, voice
 
 
-def list_engines(settings: SpeechSettings) -> list[Engine]:
-    """What is installed here, engine by engine in the registry's order, voices by name."""
-    return [
-        Engine(f"{kind.program}:{voice}", kind.program, voice, source)
+def list_engines(settings: SpeechSettings, language: str | None = None) -> list[Engine]:
+    """What is installed here, engine by engine in the registry's order, voices by name;
+    with ``language`` (``es``, ``es-MX``), only voices of that language (any region of it)."""
+    engines = [
+        Engine(f"{kind.program}:{voice}", kind.program, voice, source, kind.language_of(voice))
         for kind in ENGINES.values()
         for voice, source in sorted(kind.voices(settings).items())
     ]
+    if language is None:
+        return engines
+    code = primary(language)
+    return [e for e in engines if e.language is not None and primary(e.language) == code]
+
+
+def voice_for_language(language: str, settings: SpeechSettings) -> str | None:
+    """The engine that speaks ``language`` here: the first installed Piper voice of it (the
+    registry's order puts Piper first), preferring the exact region, else espeak-ng's; None for
+    English and ``auto`` (the server's default voice, CALLPLANE_VOICE_ENGINE) or a language
+    nothing here speaks."""
+    if primary(language) in (None, "en"):
+        return None
+    wanted = language.casefold()
+    # The exact tag first, then the language's home region (fr-fr before fr-be).
+    home = f"{primary(language)}-{primary(language)}"
+
+    def rank(engine: Engine) -> tuple[int, bool, bool]:
+        tag = (engine.language or "").casefold()
+        return (programs.index(engine.program), tag != wanted, tag != home)
+
+    programs = list(ENGINES)
+    engines = sorted(list_engines(settings, language), key=rank)
+    return engines[0].name if engines else None
 
 
 def check_engine(name: str, settings: SpeechSettings) -> None:

@@ -1,4 +1,4 @@
-"""Piper neural voices, spoken by a long-lived Piper process (DESIGN §16).
+"""Piper neural voices, spoken by a long-lived Piper process (docs/voices.md).
 
 Piper is GPL-3.0: callplane never imports it. Each voice in use gets one ``python -m piper``
 process per worker, started once (loading a model takes about a second) and fed one sentence a
@@ -329,6 +329,11 @@ class PiperEngine(SpeechEngine):
         return {
             name: voice.source for name, voice in find_voices(settings.piper_voices_dir).items()
         }
+
+    def language_of(self, voice: str) -> str | None:
+        # Piper's voices are named <language>_<REGION>-<name>-<quality> (en_US-joe-medium).
+        locale = voice.split("-", 1)[0]
+        return locale.replace("_", "-") if "_" in locale else None
 
     def build(self, voice: str, settings: SpeechSettings, fallback: Synthesizer) -> Synthesizer:
         found = find_voices(settings.piper_voices_dir).get(voice)

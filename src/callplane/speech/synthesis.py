@@ -98,6 +98,10 @@ class EspeakEngine(SpeechEngine):
     def installed(self, voice: str, settings: SpeechSettings) -> bool:
         return voice.lower() in {v.lower() for v in _espeak_voices()}
 
+    def language_of(self, voice: str) -> str | None:
+        # espeak-ng names its voices by their language tag.
+        return voice
+
     def build(self, voice: str, settings: SpeechSettings, fallback: Synthesizer) -> Synthesizer:
         # Not checked against the list: a voice espeak-ng lacks fails on its first line, and
         # the caller hears the fallback's line instead.

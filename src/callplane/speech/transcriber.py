@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from callplane.speech.base import Segment, Transcriber, Word
+from callplane.speech.models import model_dir
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,6 +58,11 @@ MODEL_WORKERS = 2
 #: faster-whisper's own thresholds for "this window was silence" (a no-speech token likely and
 #: the text improbable).
 _NO_SPEECH_PROB = 0.6
+#: The multilingual base model is less sure there is speech in a language other than English
+#: on a telephone line: whole espeak-ng Spanish sentences scored 0.60-0.66 (with a mean
+#: log-probability near -1.5) and were dropped as silence at 0.6. The listener's VAD has
+#: already found a voice in a live turn, so only a model quite sure of silence drops it.
+_NO_SPEECH_PROB_MULTILINGUAL = 0.8
 _SILENT_LOGPROB = -1.0
 #: Audio whose loudest sample is below -60 dBFS holds no speech (speech is never that quiet):
 #: Whisper is not asked, as it would hear "you" in a silent window.
@@ -145,16 +151,24 @@ class WhisperTranscriber(Transcriber):
         # a 2-core machine oversubscribes the CPU (measured ~10% slower per turn than 2 here).
         self.cpu_threads = cpu_threads or os.cpu_count() or 1
         self._model: Any = _model(path, compute_type, self.cpu_threads)
-        from faster_whisper.tokenizer import Tokenizer
-
-        model = self._model
-        self._tokenizer: Any = Tokenizer(
-            model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language="en"
-        )
+        #: Whether the model tells languages apart (base does; tiny.en hears only English).
+        self.multilingual = bool(self._model.model.is_multilingual)
+        self._tokenizers: dict[str, Any] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WhisperTranscriber:
         return cls(settings.whisper_model_dir, cpu_threads=settings.transcriber_threads)
+
+    def _tokenizer(self, language: str) -> Any:
+        tokenizer = self._tokenizers.get(language)
+        if tokenizer is None:
+            from faster_whisper.tokenizer import Tokenizer
+
+            model = self._model
+            tokenizer = self._tokenizers[language] = Tokenizer(
+                model.hf_tokenizer, self.multilingual, task="transcribe", language=language
+            )
+        return tokenizer
 
     def transcribe(
         self,
@@ -163,9 +177,10 @@ class WhisperTranscriber(Transcriber):
         *,
         hints: Sequence[str] = (),
         abandoned: threading.Event | None = None,
+        language: str | None = "en",
     ) -> list[Segment]:
         samples = _float_audio(pcm, sample_rate)
-        return self.transcribe_samples(samples, hints=hints, abandoned=abandoned)
+        return self.transcribe_samples(samples, hints=hints, abandoned=abandoned, language=language)
 
     def transcribe_samples(
         self,
@@ -173,9 +188,16 @@ class WhisperTranscriber(Transcriber):
         *,
         hints: Sequence[str] = (),
         abandoned: threading.Event | None = None,
+        language: str | None = "en",
     ) -> list[Segment]:
-        """Recognise 16 kHz mono float samples in [-1, 1] (what the decoder hands the pipeline)."""
+        """Recognise 16 kHz mono float samples in [-1, 1] (what the decoder hands the pipeline).
+
+        ``language`` (ISO 639-1) is what the audio is in; None asks a multilingual model to
+        identify it (each segment says what it heard). An English-only model hears English."""
         import numpy as np
+
+        if not self.multilingual:
+            language = "en"
 
         if samples.size < SAMPLE_RATE // 10 or float(np.abs(samples).max()) < _SILENT_PEAK:
             return []
@@ -187,10 +209,10 @@ class WhisperTranscriber(Transcriber):
         if windowed and duration <= self.window_seconds - _WINDOW_MARGIN:
             short = min(SHORT_WINDOW_SECONDS, self.window_seconds)
             window = short if duration <= short - _WINDOW_MARGIN else self.window_seconds
-            return self._recognise_window(samples, hotwords, window, abandoned)
-        raw, _info = self._model.transcribe(
+            return self._recognise_window(samples, hotwords, window, abandoned, language)
+        raw, info = self._model.transcribe(
             samples,
-            language="en",
+            language=language,
             beam_size=self.beam_size,
             hotwords=hotwords,
             # Whisper invents text in silence ("Thank you."); the bundled Silero VAD drops
@@ -204,7 +226,24 @@ class WhisperTranscriber(Transcriber):
             word_timestamps=self.word_timestamps,
         )
         segments = list(raw)
-        return [_segment(s) for s in segments if s.text.strip()]
+        heard: tuple[str, float | None] = (
+            (language, None)
+            if language is not None
+            else (
+                info.language,
+                round(float(info.language_probability), 4),
+            )
+        )
+        return [_segment(s, *heard) for s in segments if s.text.strip()]
+
+    def detect_language(self, pcm: bytes, sample_rate: int) -> tuple[str, float]:
+        """The language of the speech in ``pcm`` (its first 30 s of speech) and the model's
+        probability for it; ``("en", 1.0)`` from an English-only model."""
+        if not self.multilingual:
+            return "en", 1.0
+        samples = _float_audio(pcm, sample_rate)
+        language, probability, _ = self._model.detect_language(samples, vad_filter=True)
+        return str(language), float(probability)
 
     def _recognise_window(
         self,
@@ -212,6 +251,7 @@ class WhisperTranscriber(Transcriber):
         hotwords: str | None,
         window_seconds: float,
         abandoned: threading.Event | None,
+        language: str | None,
     ) -> list[Segment]:
         """One decoding of the audio in a short window, straight on CTranslate2 (faster-whisper
         always pads to 30 s). Silence is told by Whisper's no-speech probability rather than a
@@ -233,13 +273,19 @@ class WhisperTranscriber(Transcriber):
         # 0.0 instead, a loud hum to the model (it hears more words wrong, and loops sooner).
         window = np.full((1, features.shape[0], frames), features.max() - 2.0, np.float32)
         window[0, :, : min(frames, features.shape[1])] = features[:, :frames]
-        tokenizer = self._tokenizer
-        # With timestamp tokens, as faster-whisper decodes (they are dropped below): without
-        # them tiny.en heeds hints less ("call plane" for the hinted "callplane").
-        prompt = model.get_prompt(tokenizer, [], without_timestamps=False, hotwords=hotwords)
         encoded = model.model.encode(ctranslate2.StorageView.from_array(window), to_cpu=False)
         if abandoned is not None and abandoned.is_set():
             return []
+        probability: float | None = None
+        if language is None:
+            # On the encoder's output, which the decoding below reuses: identifying the
+            # language costs one decoder step, not a second encoding.
+            token, probability = model.model.detect_language(encoded)[0][0]
+            language = token[2:-2]
+        tokenizer = self._tokenizer(language)
+        # With timestamp tokens, as faster-whisper decodes (they are dropped below): without
+        # them tiny.en heeds hints less ("call plane" for the hinted "callplane").
+        prompt = model.get_prompt(tokenizer, [], without_timestamps=False, hotwords=hotwords)
         result = model.model.generate(
             encoded,
             [prompt],
@@ -258,7 +304,8 @@ class WhisperTranscriber(Transcriber):
         # As faster-whisper computes it: the length-normalised score back to a sum, over the
         # tokens and the end-of-text one.
         avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
-        if result.no_speech_prob > _NO_SPEECH_PROB and avg_logprob < _SILENT_LOGPROB:
+        no_speech = _NO_SPEECH_PROB_MULTILINGUAL if self.multilingual else _NO_SPEECH_PROB
+        if result.no_speech_prob > no_speech and avg_logprob < _SILENT_LOGPROB:
             return []
         text = tokenizer.decode(tokens).strip()
         # A lone "." is what the model makes of a window of silence that slipped past both.
@@ -266,10 +313,19 @@ class WhisperTranscriber(Transcriber):
             return []
         confidence = min(max(math.exp(avg_logprob), 0.0), 1.0)
         duration = round(samples.size / SAMPLE_RATE, 3)
-        return [Segment(text=text, start=0.0, end=duration, confidence=round(confidence, 4))]
+        return [
+            Segment(
+                text=text,
+                start=0.0,
+                end=duration,
+                confidence=round(confidence, 4),
+                language=language,
+                language_probability=round(probability, 4) if probability is not None else None,
+            )
+        ]
 
 
-def _segment(raw: Any) -> Segment:
+def _segment(raw: Any, language: str | None, probability: float | None) -> Segment:
     # avg_logprob is the mean log-probability of the segment's tokens: exp() of it is the
     # geometric-mean token probability, a 0..1 confidence.
     confidence = min(max(math.exp(raw.avg_logprob), 0.0), 1.0)
@@ -289,6 +345,8 @@ def _segment(raw: Any) -> Segment:
         end=round(float(raw.end), 3),
         confidence=round(confidence, 4),
         words=words,
+        language=language,
+        language_probability=probability,
     )
 
 
@@ -300,8 +358,8 @@ def _model(path: Path, compute_type: str, cpu_threads: int) -> Any:
         model = _models.get(key)
         if model is None:
             # Belt and braces: a local directory never touches the hub, and if anything in the
-            # stack tried, it must fail rather than download (DESIGN §10: no model download at
-            # run time).
+            # stack tried, it must fail rather than download (docs/engine-core.md: no model download
+            # at run time).
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             try:
                 from faster_whisper import WhisperModel
@@ -333,16 +391,21 @@ _shared: dict[tuple[Purpose, str | None, int], WhisperTranscriber] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_transcriber(settings: Settings, purpose: Purpose = "batch") -> WhisperTranscriber:
-    """The process's transcriber for this purpose and these settings, built on first use (the
-    model is loaded once per process however many workers, apps, tests or purposes ask)."""
-    key = (purpose, settings.whisper_model_dir, settings.transcriber_threads)
+def shared_transcriber(
+    settings: Settings, purpose: Purpose = "batch", language: str | None = "en"
+) -> WhisperTranscriber:
+    """The process's transcriber for this purpose, these settings and a call in ``language``
+    (``speech.models``: English on tiny.en, others and ``auto`` on the multilingual model),
+    built on first use: each model is loaded once per process however many workers, apps,
+    tests or purposes ask, and the multilingual one only when a call needs it."""
+    directory = model_dir(settings, language)
+    key = (purpose, directory, settings.transcriber_threads)
     with _shared_lock:
         transcriber = _shared.get(key)
         if transcriber is None:
             live = purpose == "live"
             transcriber = _shared[key] = WhisperTranscriber(
-                settings.whisper_model_dir,
+                directory,
                 cpu_threads=settings.transcriber_threads,
                 word_timestamps=not live,
                 window_seconds=LIVE_WINDOW_SECONDS if live else WINDOW_SECONDS,

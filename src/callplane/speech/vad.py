@@ -1,4 +1,4 @@
-"""Voice activity and end of turn on telephone audio (DESIGN §10's turn loop).
+"""Voice activity and end of turn on telephone audio (the turn loop of docs/engine-core.md).
 
 Input is what ``telephony.base`` carries: 8 kHz, 16-bit little-endian mono PCM, in chunks of any
 size (re-cut here into 20 ms frames). Each frame is classified speech / not speech, by WebRTC's

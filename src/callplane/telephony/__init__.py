@@ -1,4 +1,4 @@
-"""Telephony adapters: the phone network behind the engine (DESIGN §10).
+"""Telephony adapters: the phone network behind the engine (docs/engine-core.md).
 
 An adapter knows nothing of calls, organizations or the database: it places and answers calls,
 moves audio (or, for the simulated network, text) both ways, and reports how a call ended. The

@@ -8,7 +8,7 @@ Media model
 
 Outbound
     ``dial`` returns a ``Connection`` once the far end answers, or raises ``DialFailed`` with the
-    outcome the lifecycle table of DESIGN §10 names (``busy``, ``no_answer``, ``failed``).
+    outcome the lifecycle table of docs/engine-core.md names (``busy``, ``no_answer``, ``failed``).
     Cancelling the awaiting task abandons the attempt (a SIP adapter sends CANCEL).
 
 Inbound
@@ -195,7 +195,7 @@ class Connection(abc.ABC):
         call) gives its wider-band audio of the same stretch."""
         return pcm, SAMPLE_RATE
 
-    # Tools (DESIGN §15): a network that cannot do one raises ``TelephonyFeatureMissing``.
+    # Tools (docs/tools.md): a network that cannot do one raises ``TelephonyFeatureMissing``.
 
     async def send_dtmf(self, digits: str) -> None:
         """Press ``digits`` (``DTMF_PATTERN``) toward the far end."""

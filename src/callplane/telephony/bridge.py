@@ -1,4 +1,4 @@
-"""Warm transfer (DESIGN §15 "Transfers"): dial the destination as a second leg, let the tool
+"""Warm transfer (docs/tools.md#transfers): dial the destination as a second leg, let the tool
 brief the person who answers, then bridge the caller's and the person's audio until either
 hangs up, and hang up the other.
 

@@ -1,7 +1,8 @@
 """Both sides of a call on one wall clock, written out as a two-channel WAV.
 
-Channel 0 is what the agent sent, channel 1 what the far end sent (DESIGN §12: "a stereo file
-gives one channel per side", so the ingestion pipeline can tell the speakers apart).
+Channel 0 is what the agent sent, channel 1 what the far end sent
+(docs/api-contract.md#external-calls: a stereo file gives one channel per side, so the ingestion
+pipeline can tell the speakers apart).
 
 Each side is a byte track of telephone-band PCM. The sender appends one 20 ms frame per tick
 (speech or silence), so the agent's track *is* the call's clock; the far end's track is padded

@@ -1,4 +1,4 @@
-"""The simulated phone network (DESIGN §10): every outcome reachable without a phone line.
+"""The simulated phone network (docs/engine-core.md): every outcome reachable without a phone line.
 
 The far end is chosen by the last four digits of the number dialled:
 
@@ -119,9 +119,9 @@ class SimulatedConnection(Connection):
         self._own_script = own_script and bool(self._script)
         # The greeting is placed when the agent hears it (``frames``): an agent that speaks
         # first has begun by then, as its line comes first in the transcript.
-        self._greeting: TextFrame | None = TextFrame(
-            GREETING if answered_by == "human" else VOICEMAIL_GREETING
-        )
+        self._greeting = TextFrame(GREETING if answered_by == "human" else VOICEMAIL_GREETING)
+        #: When the greeting was said (placed), once it has been.
+        self._greeting_said_at: float | None = None
         self._incoming.put_nowait(self._greeting)
         self._length = 0.0
         #: (seconds into the call, seconds into the recording, seconds long, channel) of each
@@ -150,7 +150,8 @@ class SimulatedConnection(Connection):
             if frame is None:
                 return
             if frame is self._greeting:
-                self._place_greeting()
+                # Heard with the moment it was said: before a line said in answer to the agent.
+                frame = TextFrame(frame.text, said_at=self._place_greeting())
             yield frame
 
     async def play(self, frame: Frame) -> None:
@@ -171,11 +172,12 @@ class SimulatedConnection(Connection):
             # The agent answered the last line: the person listens a moment, then hangs up.
             self._hang_up_in(self._call_seconds)
 
-    def _place_greeting(self) -> None:
-        if self._greeting is not None:
-            at = time.monotonic() - self._answered
+    def _place_greeting(self) -> float:
+        if self._greeting_said_at is None:
+            self._greeting_said_at = time.monotonic()
+            at = self._greeting_said_at - self._answered
             self._lines.append((at, PERSON, self._greeting.text, LINE_GAP_SECONDS))
-            self._greeting = None
+        return self._greeting_said_at
 
     def _say(self, text: str, after_seconds: float) -> None:
         now = time.monotonic()
@@ -196,7 +198,7 @@ class SimulatedConnection(Connection):
         assert self.ended_by is not None
         return self.ended_by
 
-    # Tools (DESIGN §15): every transfer is accepted but to numbers ending in 0005 (busy), and
+    # Tools (docs/tools.md): every transfer is accepted but to numbers ending in 0005 (busy), and
     # what the agent pressed is kept, so tools are testable without SIP.
     dtmf_sent: tuple[str, ...] = ()
     transfers: tuple[TransferTarget, ...] = ()

@@ -1,4 +1,4 @@
-"""The SIP network (``CALLPLANE_TELEPHONY=sip``, DESIGN §10).
+"""The SIP network (``CALLPLANE_TELEPHONY=sip``, docs/engine-core.md).
 
 Signalling is aiosipua (MIT, pure Python) over one UDP socket at ``CALLPLANE_SIP_LISTEN``, used
 both to answer INVITEs and to send ours to the trunk; media is aiortp (G.711 PCMU/PCMA, one RTP
@@ -95,7 +95,7 @@ NO_ANSWER = {408, 480}
 
 
 def outcome_for(status: int) -> DialOutcome:
-    """The DESIGN §10 lifecycle table: which terminal status a SIP failure leads to."""
+    """The docs/engine-core.md lifecycle table: which terminal status a SIP failure leads to."""
     if status in BUSY:
         return "busy"
     if status in NO_ANSWER:
@@ -471,7 +471,7 @@ class SipAdapter(TelephonyAdapter):
             self._spawn(connection.end("remote"), f"remote bye {call.call_id}")
 
     def _on_options(self, request: SipRequest, _addr: tuple[str, int]) -> None:
-        """The edge's probe (DESIGN §17): 200 while calls are taken, 503 once draining."""
+        """The edge's probe (docs/sip-edge.md): 200 while calls are taken, 503 once draining."""
         if self._uas is None:
             return
         if self._accepting:

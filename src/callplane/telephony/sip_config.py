@@ -1,4 +1,4 @@
-"""``CALLPLANE_SIP_*`` values, parsed (DESIGN §10)."""
+"""``CALLPLANE_SIP_*`` values, parsed (docs/engine-core.md)."""
 
 from __future__ import annotations
 

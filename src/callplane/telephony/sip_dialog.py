@@ -1,6 +1,6 @@
 """Record-Route for the calls we answer (RFC 3261 §12.1.1), which aiosipua 0.7.1 leaves out.
 
-Behind a proxy that record-routes (the Kamailio edge, DESIGN §17) the caller learns its route
+Behind a proxy that record-routes (the Kamailio edge, docs/sip-edge.md) the caller learns its route
 set from our 2xx: without the Record-Route copied into it, the caller's BYE skips the proxy's
 route and reaches nobody (404 from the proxy). And our own in-dialog requests (BYE, REFER) must
 follow the route set, in the INVITE's order, to its first hop.

@@ -1,4 +1,4 @@
-"""Cold transfer over SIP (DESIGN §15 "Transfers"): REFER (RFC 3515) on the call's dialog, with
+"""Cold transfer over SIP (docs/tools.md#transfers): REFER (RFC 3515) on the call's dialog, with
 ``X-Callplane-Screen-Pop``, then the far end's progress NOTIFYs (``Event: refer``, a sipfrag
 status line). Accepted when the REFER is answered 2xx and a NOTIFY reports a 2xx; refused on a
 REFER error (405 from a peer that does not transfer), a failing NOTIFY, or no word in time.

@@ -1,4 +1,4 @@
-"""The agent's tools (DESIGN §15 "Tools"): what the brain may do during a call besides talk.
+"""The agent's tools (docs/tools.md): what the brain may do during a call besides talk.
 
 A tool is data in the agent's commit (``{"type", "name", "description", ...settings}``) and a
 small class in ``registry.py`` keyed by that ``type``. The brain sees each as an OpenAI function;
@@ -39,7 +39,7 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Transfer:
-    """A transfer the far end accepted: the call's transfer record (DESIGN §15 "Transfers")."""
+    """A transfer the far end accepted: the call's transfer record (docs/tools.md#transfers)."""
 
     destination: Mapping[str, Any]
     #: The transfer leg's SIP Call-ID (``handoff_metadata[provider].conversation_id``).
@@ -57,7 +57,7 @@ class ToolContext:
     needs a missing part fails with a ``ToolError`` (the brain is told), never the call."""
 
     connection: Connection
-    #: The call as a function tool's payload names it (DESIGN §15: ``id``, ``direction``,
+    #: The call as a function tool's payload names it (docs/tools.md: ``id``, ``direction``,
     #: ``from_number``, ``to_number``, ``params``, ``external_identifiers``, ``agent_id``,
     #: ``agent_commit_id``).
     call: Mapping[str, Any] = field(default_factory=dict)
@@ -81,6 +81,8 @@ class ToolContext:
     #: for a warm transfer's summary.
     transcript: list[dict[str, Any]] = field(default_factory=list)
     brain: Brain | None = None
+    #: Changes the call's language (None: a text turn, which has no call to change).
+    switch_language: Callable[[str], Awaitable[bool]] | None = None
 
     def need_runtime(self) -> tuple[Runtime, int]:
         if self.runtime is None or self.organization_id is None:
@@ -97,6 +99,7 @@ class CallHooks:
     speak_to: Callable[[Connection, str], Awaitable[None]]
     transcript: list[dict[str, Any]]
     brain: Brain | None
+    switch_language: Callable[[str], Awaitable[bool]] | None = None
 
 
 def tool_context(
@@ -126,6 +129,7 @@ def tool_context(
         context.speak_to = on_call.speak_to
         context.transcript = on_call.transcript
         context.brain = on_call.brain
+        context.switch_language = on_call.switch_language
     return context
 
 

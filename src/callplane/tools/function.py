@@ -28,7 +28,7 @@ from callplane.webhooks.signing import signed_headers
 
 MAX_RESPONSE_BYTES = 16 * 1024
 DEFAULT_TIMEOUT_SECONDS = 10.0
-#: DESIGN §15's range (the API refuses others; an old commit is held to it here).
+#: The range of docs/tools.md (the API refuses others; an old commit is held to it here).
 MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS = 1.0, 30.0
 MAX_PARAMETERS_BYTES = 16 * 1024
 

@@ -15,6 +15,7 @@ from callplane.tools.end_call import EndCall
 from callplane.tools.function import FunctionTool
 from callplane.tools.knowledge import KnowledgeSearch
 from callplane.tools.opt_out import OptOut
+from callplane.tools.switch_language import SwitchLanguage
 from callplane.tools.tables import InsertRecord, QueryTable
 from callplane.tools.transfer import TransferCall
 
@@ -30,6 +31,7 @@ TOOL_TYPES: dict[str, type[Tool]] = {
         FunctionTool,
         KnowledgeSearch,
         OptOut,
+        SwitchLanguage,
     )
 }
 

@@ -14,7 +14,7 @@ from callplane.errors import CallplaneError
 from callplane.tools import Tool, ToolContext, ToolError, ToolResult
 from callplane.tools.config import ToolConfig
 
-#: The most records the brain sees of a query (DESIGN §15).
+#: The most records the brain sees of a query (docs/tools.md).
 MAX_RECORDS = 20
 
 

@@ -24,7 +24,7 @@ from callplane.tools.registry import TOOL_TYPES
 
 log = logging.getLogger("callplane.tools")
 
-#: What the transcript keeps of a result (DESIGN §15), and so what the brain reads back.
+#: What the transcript keeps of a result (docs/tools.md), and so what the brain reads back.
 RESULT_CHARS = 2000
 #: Arguments larger than this are refused before any validation (a brain gone wild).
 MAX_ARGUMENTS_BYTES = 64 * 1024

@@ -1,4 +1,4 @@
-"""``transfer_call``: hand the caller to a person (DESIGN §15 "Transfers").
+"""``transfer_call``: hand the caller to a person (docs/tools.md#transfers).
 
 The brain picks one of the configured destinations by name. Its ``message`` is said to the
 caller first; then the network transfers (SIP REFER cold, or dial-and-bridge warm). Accepted:
@@ -43,7 +43,7 @@ MAX_SUMMARY_CHARACTERS = 320
 
 
 def new_screen_pop_token() -> str:
-    """Url-safe, 192 random bits (DESIGN §15 asks for at least 128)."""
+    """Url-safe, 192 random bits (at least 128: docs/tools.md#transfers)."""
     return secrets.token_urlsafe(24)
 
 

@@ -1,1 +1,2 @@
-"""People who sign in to the dashboard: accounts, passwords, sign-in checks (DESIGN §13)."""
+"""People who sign in to the dashboard: accounts, passwords, sign-in checks
+(README.md#the-dashboard)."""

@@ -1,4 +1,4 @@
-"""GET /voices/{uuid}/preview: a line spoken in the voice, as a caller hears it (DESIGN §16)."""
+"""GET /voices/{uuid}/preview: a line spoken in the voice, as a caller hears it (docs/voices.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from callplane.speech.base import SynthesisFailed
 from callplane.speech.engines import EngineNotInstalled, check_engine, shared_synthesizers
 from callplane.voices.schemas import Voice
 
-#: DESIGN §16: a preview is a line, not a recording studio.
+#: docs/voices.md: a preview is a line, not a recording studio.
 MAX_PREVIEW_CHARS = 500
 #: The telephone rate: a preview sounds as the voice will on a call.
 PREVIEW_RATE = 8000

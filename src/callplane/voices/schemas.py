@@ -26,7 +26,7 @@ _Short = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, m
 
 
 class VoiceCreate(BaseModel):
-    """POST /voices (DESIGN §16)."""
+    """POST /voices (docs/voices.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -48,3 +48,5 @@ class Engine(BaseModel):
     program: str
     voice: str
     source: str
+    #: The language tag the voice speaks, when its name says it.
+    language: str | None = None

@@ -59,7 +59,7 @@ async def delete_voice(session: AsyncSession, organization_id: int, voice_id: uu
     """409 while a call that has not finished names it.
 
     The check and the delete are one statement, so a call queued in between cannot slip past.
-    An agent's branch head naming the voice holds it too (DESIGN §16); the heads are read first
+    An agent's branch head naming the voice holds it too (docs/voices.md); the heads are read first
     (a commit's config is JSON, compared here rather than in two dialects' JSON paths), and a
     commit naming a deleted voice is refused by the agents API anyway.
     """

@@ -1,1 +1,1 @@
-"""Web calls: a browser talks to an agent over WebRTC (DESIGN §16)."""
+"""Web calls: a browser talks to an agent over WebRTC (docs/web-calls.md)."""

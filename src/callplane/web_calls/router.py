@@ -1,5 +1,5 @@
-"""``POST /web_calls/tokens`` and ``POST /web_calls`` (DESIGN §16). Errors in the STATUS shape,
-as the calls family's.
+"""``POST /web_calls/tokens`` and ``POST /web_calls`` (docs/web-calls.md). Errors in the STATUS
+shape, as the calls family's.
 
 ``POST /web_calls`` takes either an API key (a server, the dashboard) or a web call token (a
 website's page) as its bearer. With a token, the request must come from the token's origin,

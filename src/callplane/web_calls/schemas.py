@@ -1,4 +1,4 @@
-"""Wire models of web calls and their tokens (DESIGN §16)."""
+"""Wire models of web calls and their tokens (docs/web-calls.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from callplane.kit.schemas import Attributes, SafeStr
 
 #: An offer of a browser is a few kilobytes (``telephony.webrtc`` checks the same bound).
 MAX_OFFER_CHARS = 32_768
-#: A token lives at most this long (DESIGN §16): long enough to load a page and press a button.
+#: A token lives at most this long (docs/web-calls.md): long enough to load a page and press a
+#: button.
 MAX_TOKEN_SECONDS = 300
 
 BranchName = Annotated[SafeStr, StringConstraints(min_length=1, max_length=255)]

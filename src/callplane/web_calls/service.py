@@ -181,7 +181,7 @@ async def open_web_call(
     )
     if (active or 0) >= runtime.settings.max_concurrent_calls:
         raise RateLimited(BUSY_RETRY_SECONDS)
-    # The head of the branch at this moment is the commit the call runs (DESIGN §15).
+    # The head of the branch at this moment is the commit the call runs (docs/agents.md).
     agent = await resolve_for_call(
         session,
         org,

@@ -1,4 +1,4 @@
-"""Delivering webhook events from workers (DESIGN §11): the DELIVERY worker task.
+"""Delivering webhook events from workers (docs/api-contract.md#webhooks): the DELIVERY worker task.
 
 Each round takes due jobs (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so workers share them) and
 holds them for the timeout plus a margin (``locked_until``: a worker that dies lets them go).

@@ -1,4 +1,4 @@
-"""Writing webhook events: the outbox every domain uses (DESIGN §11).
+"""Writing webhook events: the outbox every domain uses (docs/api-contract.md#webhooks).
 
 ``emit`` writes the event and one job per subscribed endpoint in the caller's session, so the
 event exists exactly when the change it reports is committed (a rolled-back change sends

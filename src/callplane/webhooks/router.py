@@ -1,4 +1,5 @@
-"""Webhook endpoints and their delivery log (DESIGN §11). Errors in the STATUS shape."""
+"""Webhook endpoints and their delivery log (docs/api-contract.md#webhooks). Errors in the STATUS
+shape."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire models of webhooks (DESIGN §11)."""
+"""Wire models of webhooks (docs/api-contract.md#webhooks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Webhook endpoints and their delivery log (DESIGN §11). Services flush, never commit."""
+"""Webhook endpoints and their delivery log (docs/api-contract.md#webhooks). Services flush, never
+commit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Agents and their versioned configuration (DESIGN §15): ``agents``, ``agents.commits(id)``,
+"""Agents and their versioned configuration (docs/agents.md): ``agents``, ``agents.commits(id)``,
 ``agents.branches(id)`` and ``agents.diff``."""
 
 from __future__ import annotations

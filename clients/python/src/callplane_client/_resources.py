@@ -1,6 +1,6 @@
-"""One class per resource, one method per route (DESIGN §14 names). Methods build a request and
-hand it to the client's transport: the sync client returns the result, the async client an
-awaitable of it (``await client.calls.get(id)``)."""
+"""One class per resource, one method per route (clients/python/README.md names). Methods build a
+request and hand it to the client's transport: the sync client returns the result, the async client
+an awaitable of it (``await client.calls.get(id)``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Web calls (DESIGN §16): a server mints single-use tokens for its web pages, or starts a web
-call itself from a WebRTC offer."""
+"""Web calls (docs/web-calls.md): a server mints single-use tokens for its web pages, or starts a
+web call itself from a WebRTC offer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The API's resources (SPEC "Resources and their fields"; DESIGN §6, §10, §11) as lenient models.
+"""The API's resources (SPEC "Resources and their fields"; docs/api-contract.md,
+docs/engine-core.md) as lenient models.
 
 String fields with a documented set of values (``Call.status``) are plain strings, so values a
 newer server adds pass through; the known ones are listed in ``CallStatus`` and friends.
@@ -267,7 +268,7 @@ class Branch(Model):
 
 
 class Agent(Model):
-    """An agent (DESIGN §15): its branches and the config of main's head."""
+    """An agent (docs/agents.md): its branches and the config of main's head."""
 
     id: str
     name: str

@@ -1,5 +1,5 @@
-"""Verifying the webhooks callplane sends (Standard Webhooks; DESIGN §11), with the standard
-library only.
+"""Verifying the webhooks callplane sends (Standard Webhooks; docs/api-contract.md#webhooks), with
+the standard library only.
 
     from callplane_client import webhooks
     event = webhooks.verify(request_body, request_headers, "whsec_...")

@@ -1,5 +1,5 @@
 /*
- * callplane-web.js: talk to a callplane agent from any web page (DESIGN §16).
+ * callplane-web.js: talk to a callplane agent from any web page (docs/web-calls.md).
  * No framework, no CDN: serve this file from your callplane server and embed it.
  *
  *   <script src="https://callplane.example.com/dashboard/static/callplane-web.js"></script>

@@ -1,4 +1,4 @@
-"""How long a caller's silence must last before their turn is over (DESIGN §16).
+"""How long a caller's silence must last before their turn is over (docs/voices.md#end-of-turn).
 
 ``silence``: always 500 ms. ``smart`` (the default): the recognised text at the first pause
 decides. A finished sentence ("I'd like to book a cleaning.") waits
@@ -8,7 +8,9 @@ CALLPLANE_END_OF_TURN_MS_COMPLETE (200 ms); one ending in a digit ("my number is
 
 Whisper punctuates nearly everything it hears, fragments included ("I'd like to."), so a final
 period alone does not make a sentence complete: a last word that cannot end an English sentence
-(an article, a preposition, a conjunction, a filler) makes it incomplete whatever follows it.
+(an article, a preposition, a conjunction, a filler; or their Spanish, French, Portuguese,
+Italian and German counterparts) makes it incomplete whatever follows it. Words are read in any
+alphabet, and a sentence ends at the punctuation of any script Whisper writes.
 
 ``model``: the end-of-turn model (``speech/turn_model.py``) hears the pause's audio while the
 recogniser reads it, and the two decide together: the turn ends after …_COMPLETE only when the
@@ -52,10 +54,26 @@ _NUMBER_WORDS = """
     fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty
     ninety hundred thousand
 """
-CONTINUATIONS = frozenset(_CONTINUATIONS.split())
+#: The same for Spanish, French, Portuguese, Italian and German: articles, prepositions and
+#: conjunctions that no sentence ends on. Left out: words that end sentences in English ("die",
+#: "son", "sin"), pronouns that can ("nous", "ich", "eine", "meu"), German's verb particles
+#: ("zu", "ein", "über") and its tag "oder?", and accented words that end questions ("qué").
+_OTHER_CONTINUATIONS = """
+    el los las unos unas mis tus sus nuestro nuestra del al para por hasta desde hacia pero
+    porque cuando mientras
+    les des mon mes ton tes ses notre votre du au aux à pour avec dans chez et mais parce quand
+    je euh
+    os da dos das sem em na ou
+    gli della nel
+    der dem des von für und aber weil wenn dass ob äh ähm
+"""
+CONTINUATIONS = frozenset(_CONTINUATIONS.split()) | frozenset(_OTHER_CONTINUATIONS.split())
 NUMBER_WORDS = frozenset(_NUMBER_WORDS.split())
-_TRAILING = re.compile(r"[\s\"')\]]+$")
-_WORD = re.compile(r"[A-Za-z0-9']+")
+_TRAILING = re.compile(r"[\s\"')\]»]+$")
+#: A word in any alphabet ("réserver", "für"), apostrophes inside it ("I'd", "j'ai").
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+#: What ends a sentence, in the scripts Whisper writes (Latin, CJK, Arabic, Devanagari).
+_SENTENCE_ENDS = ".!?。？！؟।"
 
 
 def classify(text: str) -> Kind:
@@ -71,7 +89,7 @@ def classify(text: str) -> Kind:
         return "number"
     if last in CONTINUATIONS:
         return "incomplete"
-    return "complete" if text[-1] in ".!?" else "incomplete"
+    return "complete" if text[-1] in _SENTENCE_ENDS else "incomplete"
 
 
 @dataclass(frozen=True)

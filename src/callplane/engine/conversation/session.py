@@ -14,7 +14,7 @@ The engine (``engine.calls``) answers or places the call, then calls, in order:
 speaking, barge-in, the ways a call ends); it never touches the call's status. After the call,
 ``aftercall.py`` writes the summary and analysis results and sends ``call.analyzed``. Without
 a brain (CALLPLANE_LLM_BASE_URL unset) the agent speaks ``first_message`` and listens, as
-DESIGN §10 says.
+docs/engine-core.md says.
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ import httpx
 
 from callplane.engine.aftercall import ApplyMove, analyze_call, record_agent_event
 from callplane.engine.agent import (
-    DEFAULT_LANGUAGE,
     AgentSource,
     AgentSpec,
     no_agent_commit,
     resolve_agent_spec,
 )
 from callplane.engine.conversation.endpointing import Endpointing
+from callplane.engine.conversation.language import CallLanguage
 from callplane.engine.conversation.listening import Listener
 from callplane.engine.conversation.reply import Reply
 from callplane.engine.conversation.speaking import Speaker
@@ -48,6 +48,9 @@ from callplane.engine.toolwrites import record_transfer, set_cart
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
 from callplane.runtime import Runtime
+from callplane.settings import Settings
+from callplane.speech.engines import voice_for_language
+from callplane.speech.models import language_name, primary
 from callplane.telephony.base import Connection
 from callplane.tools import CallHooks, Transfer, tool_context
 from callplane.tools.function import function_tool_client
@@ -55,7 +58,7 @@ from callplane.voices.service import call_voice_engine
 
 log = logging.getLogger("callplane.engine.conversation.session")
 
-#: The longest a function tool may take (DESIGN §15: ``timeout_seconds`` 1-30).
+#: The longest a function tool may take (docs/tools.md: ``timeout_seconds`` 1-30).
 
 
 @dataclass
@@ -140,7 +143,7 @@ class CallContext:
         )
 
     def tool_payload(self) -> dict[str, Any]:
-        """The call as a function tool's request names it (DESIGN §15)."""
+        """The call as a function tool's request names it (docs/tools.md)."""
         return {
             "id": str(self.call_id),
             "direction": self.direction,
@@ -157,13 +160,11 @@ class CallContext:
         return time.monotonic() - self._started_monotonic
 
 
-def voice_of(spec: AgentSpec) -> str | None:
-    """The synthesizer voice for the agent's language (None: the default voice). A Voice's own
-    engine (DESIGN §16) takes over once voices carry one."""
-    language = spec.language.lower()
-    if language == DEFAULT_LANGUAGE or language.startswith("en-"):
-        return None
-    return f"espeak-ng:{language.split('-')[0]}"
+def voice_of(spec: AgentSpec, settings: Settings) -> str | None:
+    """The synthesizer voice for the agent's language when its Voice names no engine (None: the
+    server's default voice, for English): an installed Piper voice of the language, else
+    espeak-ng's (speech/engines.py)."""
+    return voice_for_language(spec.language, settings)
 
 
 async def hold_conversation(
@@ -172,13 +173,18 @@ async def hold_conversation(
     """The turn loop, until the call ends; why it ended."""
     runtime = services.runtime
     commit = await services.agents(runtime, context)
-    spec = context.spec = resolve_agent_spec(
+    resolved = resolve_agent_spec(
         runtime.settings,
         context,
         commit.config,
         commit_id=commit.commit_id or context.agent_commit_id,
         render=commit.render,
     )
+    overrides = {"first_message"} if context.first_message is not None else set()
+    if context.voice_uuid is not None:
+        overrides.add("voice_id")
+    language = CallLanguage(runtime.settings, resolved, call_overrides=overrides)
+    spec = context.spec = language.spec()
 
     async def report(type_: str, data: dict[str, Any]) -> None:
         await record_agent_event(runtime, context.organization_id, context.call_id, type_, data)
@@ -197,11 +203,24 @@ async def hold_conversation(
     async def transferred(transfer: Transfer) -> None:
         await record_transfer(runtime, organization_id, call_id, transfer, commit.agent_name)
 
-    # The call's voice speaks every agent line (DESIGN §16): its Voice's engine, else an
+    # The call's voice speaks every agent line (docs/voices.md): its Voice's engine, else an
     # espeak-ng voice for the agent's language, else the server's default.
     engine = await call_voice_engine(runtime, organization_id, spec.voice_id)
-    synthesizer = providers.synthesizer(engine or voice_of(spec))
+    synthesizer = providers.synthesizer(engine or voice_of(spec, runtime.settings))
     connection.speak_as(synthesizer)
+
+    async def language_changed(changed: AgentSpec) -> None:
+        # The language's preset voice, else its own: the call's voice speaks the old language.
+        chosen = None
+        if changed.voice_id != resolved.voice_id:
+            chosen = await call_voice_engine(runtime, organization_id, changed.voice_id)
+        voice = providers.synthesizer(chosen or voice_of(changed, runtime.settings))
+        connection.speak_as(voice)
+        loop.speaker.use(voice)
+        context.spec = changed
+
+    async def switch_language(tag: str) -> bool:
+        return await loop.use_language(tag)
 
     async def speak_to(other: Connection, line: str) -> None:
         said = Reply()
@@ -224,24 +243,27 @@ async def hold_conversation(
             speak_to=speak_to,
             transcript=context.transcript,
             brain=providers.brain,
+            switch_language=switch_language,
         ),
     )
     loop = TurnLoop(
         connection=connection,
         listener=Listener(
             connection,
-            transcriber=providers.transcriber,
+            transcriber=language.transcriber() if providers.transcriber is not None else None,
             hints=spec.keyterms,
             endpointing=Endpointing.from_settings(runtime.settings),
         ),
         speaker=Speaker(connection, synthesizer),
-        transcript=TranscriptLog(context.transcript, context.elapsed),
+        transcript=TranscriptLog(context.transcript, context.elapsed, language.entry_language),
         spec=spec,
         brain=providers.brain,
         report=report,
         answered_by=context.answered_by,
         latencies=context.latencies,
         tool_context=reach,
+        language=language,
+        on_language=language_changed,
     )
     try:
         return await loop.run()
@@ -263,5 +285,15 @@ async def after_call(context: CallContext, services: ConversationServices) -> No
         spec.analyzers if spec is not None else context.analyzers,
         context.latencies,
         apply_move=services.apply_move,
-        summary_prompt=spec.summary_prompt if spec is not None else None,
+        summary_prompt=summary_instructions(spec) if spec is not None else None,
     )
+
+
+def summary_instructions(spec: AgentSpec) -> str | None:
+    """The agent's ``summary_prompt``, and the summary's language: ``summary_language``, else
+    the language the call ended in (English needs no saying)."""
+    language = spec.summary_language or spec.language
+    if spec.summary_language is None and primary(language) in (None, "en"):
+        return spec.summary_prompt
+    name = language_name(language)
+    return "\n\n".join(p for p in (spec.summary_prompt, f"Write the summary in {name}.") if p)

@@ -93,6 +93,10 @@ class Speaker:
         #: When everything queued on the connection, of any line, will have been heard.
         self._busy_until = 0.0
 
+    def use(self, synthesizer: Synthesizer | None) -> None:
+        """Speak the next lines with ``synthesizer`` (the call changed language)."""
+        self._synthesizer = synthesizer
+
     @property
     def speaking(self) -> bool:
         return time.monotonic() < self._busy_until

@@ -20,6 +20,8 @@ class TranscriptLog:
     entries: list[dict[str, Any]]
     #: Seconds since the call was answered, now.
     elapsed: Callable[[], float]
+    #: The call's language now, stamped on what is said (None: entries carry none).
+    language: Callable[[], str | None] = lambda: None
     history: ChatHistory = field(init=False)
     #: Each call's stamp, by id: its answer is never placed before it.
     _called: dict[str, float] = field(default_factory=dict)
@@ -31,7 +33,7 @@ class TranscriptLog:
         return round(max(0.0, self.elapsed() - (time.monotonic() - at)), 3)
 
     def say(self, at: float, role: Literal["user", "assistant"], text: str) -> Said:
-        return self.history.add(Said(role, text, self._stamp(at)))
+        return self.history.add(Said(role, text, self._stamp(at), self.language()))
 
     def call(self, at: float, call: ToolCall) -> ToolCall:
         """Record the brain's call; the call as the toolbox runs it, with the history's id."""

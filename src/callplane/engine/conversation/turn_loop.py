@@ -1,4 +1,5 @@
-"""The turn loop (DESIGN §10, §15): the caller speaks, the brain answers, the agent speaks.
+"""The turn loop (docs/engine-core.md, docs/agents.md): the caller speaks, the brain answers, the
+agent speaks.
 
 Three parts run at once, after pipecat's and livekit-agents' split of a voice pipeline:
 
@@ -29,13 +30,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 from callplane.brain import Brain, BrainError
 from callplane.engine.agent import AgentSpec
 from callplane.engine.conversation.generation import Generation, Report
+from callplane.engine.conversation.language import CallLanguage
 from callplane.engine.conversation.listening import (
     CallerEvent,
     CallerGone,
@@ -110,6 +112,10 @@ class TurnLoop:
     toolbox: Toolbox | None = None
     #: The brain's answers and tool rounds (None without a brain).
     _generation: Generation | None = None
+    #: The call's language (None: the agent's, for good); ``on_language`` makes the voice
+    #: follow a change.
+    language: CallLanguage | None = None
+    on_language: Callable[[AgentSpec], Awaitable[None]] | None = None
 
     def __post_init__(self) -> None:
         if self.toolbox is None:
@@ -291,6 +297,10 @@ class TurnLoop:
             ):
                 await self._barge_in(reply)
             await self._settle()
+            if self.language is not None:
+                heard = self.language.heard(event.text)
+                if heard is not None:
+                    await self.use_language(heard)
             self.transcript.say(event.started_at, "user", event.text)
             if not self._awaiting_greeting and self.spec.opts_out(event.text):
                 self._opt_out()
@@ -303,6 +313,18 @@ class TurnLoop:
             elif self.brain is not None:
                 timing = turns.heard(event)
                 self._start(lambda r: self._answer(r, event.ended_at, timing, event.text))
+
+    async def use_language(self, language: str) -> bool:
+        """Speak ``language`` from now on (its preset, voice and recogniser); False when the
+        call is in it already."""
+        if self.language is None or not self.language.switch(language):
+            return False
+        self.spec = self.language.spec()
+        if self._generation is not None:
+            self._generation.spec = self.spec
+        if self.on_language is not None:
+            await self.on_language(self.spec)
+        return True
 
     def _start(self, line: Line, opening: bool = False) -> Reply:
         # The line is open from now, not from when the task first runs: a caller turn that

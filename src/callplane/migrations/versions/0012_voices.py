@@ -1,4 +1,4 @@
-"""voices gain an engine (DESIGN §16)
+"""voices gain an engine (docs/voices.md)
 
 ``NULL`` is the server's default engine (CALLPLANE_VOICE_ENGINE), so every voice that existed
 before keeps sounding as it did.
