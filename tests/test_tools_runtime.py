@@ -107,6 +107,7 @@ def test_a_spec_tools_become_the_registry_tools_and_the_registry_keys_are_design
         "function",
         "knowledge_search",
         "opt_out",
+        "switch_language",
     }
     spec = AgentSpec(
         tools=(
