@@ -53,6 +53,7 @@ def test_doctor_names_every_part_and_how_to_fix(database_url: str, tmp_path: Pat
         "CALLPLANE_DATABASE_URL": database_url,
         "CALLPLANE_STORAGE_URL": f"file://{tmp_path / 'recordings'}",
         "CALLPLANE_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+        "CALLPLANE_VOICE_ENGINE": "piper:xx_XX-nobody-low",
     }
     result = subprocess.run(
         [sys.executable, "-m", "callplane.cli", "doctor"],
@@ -70,9 +71,14 @@ def test_doctor_names_every_part_and_how_to_fix(database_url: str, tmp_path: Pat
         "speech model",
         "espeak-ng",
         "Piper voices",
+        "voice",
+        "end-of-turn model",
         "SIP listener",
         "LLM",
     ], result.stdout
+    # The voice calls will really speak with: a voice not installed is replaced by espeak-ng.
+    [voice] = [line for line in lines if line.startswith("voice ")]
+    assert "calls speak with espeak-ng (piper:xx_XX-nobody-low is not installed here)" in voice
     assert all(" OK " in line for line in lines[:2]), result.stdout
     [llm] = [line for line in lines if line.startswith("LLM")]
     assert " FIX " in llm and "CALLPLANE_LLM_BASE_URL" in llm

@@ -8,6 +8,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from callplane.settings import Settings
+from callplane.speech.engines import EngineNotInstalled, check_engine
 
 # Binding every interface serves loopback too; a URL needs one concrete address to point at.
 _ANY_ADDRESS = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}
@@ -37,16 +38,25 @@ def banner(settings: Settings, host: str, port: int, *, discovered: bool = False
         f"callplane serving {served} · database {without_password(settings.database_url)}"
         f" · storage {settings.storage_url} · telephony {telephony}"
         f" · brain {brain(settings)}{found}"
-        f" · voice {voice()}"
+        f" · voice {voice(settings)}"
         f" · docs {served}/v1/docs · dashboard {served}/dashboard/"
     )
 
 
-def voice() -> str:
-    """Whether the agent can be heard: without espeak-ng calls are text only (it says how)."""
+def voice(settings: Settings) -> str:
+    """The voice calls speak with (CALLPLANE_VOICE_ENGINE; `make run` picks Piper), or why it is
+    another: a voice not installed falls back to espeak-ng, and without espeak-ng calls are
+    text only (it says how)."""
+    configured = settings.voice_engine
+    try:
+        check_engine(configured, settings)
+    except (EngineNotInstalled, ValueError):
+        pass
+    else:
+        return configured
     if shutil.which("espeak-ng") is None:
         return "none (espeak-ng is not installed: calls are text only; apt-get install espeak-ng)"
-    return "espeak-ng"
+    return f"espeak-ng ({configured} is not installed here)"
 
 
 def brain(settings: Settings) -> str:

@@ -19,9 +19,11 @@ import typer
 from sqlalchemy import text
 
 from callplane.brain.discovery import TOOL_CHECK_SECONDS
+from callplane.cli import banner
 from callplane.cli.banner import without_password
 from callplane.cli.common import missing_database, sqlite_file
 from callplane.settings import Settings
+from callplane.speech.turn_model import TurnModelMissing, installed_model_path
 
 _TIMEOUT = 5.0
 
@@ -119,6 +121,27 @@ async def _piper(_settings: Settings) -> Finding:
     return Finding("Piper voices", True, "installed")
 
 
+async def _voice(settings: Settings) -> Finding:
+    """Which voice calls actually speak with: the configured one, or espeak-ng in its place."""
+    return Finding("voice", True, f"calls speak with {banner.voice(settings)}")
+
+
+async def _turn_model(settings: Settings) -> Finding:
+    try:
+        path = installed_model_path()
+    except TurnModelMissing as exc:
+        return Finding(
+            "end-of-turn model", True, f"{exc}; CALLPLANE_ENDPOINTING=model decides as smart"
+        )
+    if settings.endpointing == "model":
+        return Finding("end-of-turn model", True, f"in use: {path}")
+    return Finding(
+        "end-of-turn model",
+        True,
+        f"installed, not in use (CALLPLANE_ENDPOINTING={settings.endpointing}): {path}",
+    )
+
+
 async def _sip(settings: Settings) -> Finding:
     if settings.telephony != "sip":
         return Finding("SIP listener", True, "not used (CALLPLANE_TELEPHONY=simulated)")
@@ -178,6 +201,8 @@ CHECKS: list[Callable[[Settings], Awaitable[Finding]]] = [
     _speech_model,
     _espeak,
     _piper,
+    _voice,
+    _turn_model,
     _sip,
     _llm,
 ]
