@@ -151,3 +151,22 @@ async def test_a_branch_or_commit_is_tested_before_merging(app, client, llm):
         json={"messages": [{"role": "system", "text": "x"}]},
     )
     assert bad_role.status_code == 422
+
+
+@pytest.mark.parametrize(("busy", "status"), [(1, 200), (2, 503)], ids=["once", "twice"])
+async def test_a_brain_busy_before_its_first_word_is_asked_once_more(
+    app, client, llm, busy, status
+):
+    # As on a call: one 503 before any token is a blip, asked again; a second is the answer.
+    llm.busy_first = busy
+    org = await make_org(app)
+    agent = await create_agent(client, org, CONFIG)
+    response = await client.post(
+        f"/v1/agents/{agent['id']}/conversations",
+        headers=org.headers,
+        json={"messages": [{"role": "user", "text": "When is my appointment?"}]},
+    )
+    assert response.status_code == status, response.text
+    if status == 200:
+        assert response.json()["entries"][0]["text"].startswith("Your appointment is at three")
+    assert len(llm.streamed_requests()) == 2

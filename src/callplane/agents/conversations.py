@@ -18,7 +18,7 @@ from callplane.agents.contacts import contact_data
 from callplane.agents.schemas import ConversationRequest
 from callplane.agents.text_tools import ToolRunner, tool_runner
 from callplane.agents.variables import VariableSources, render
-from callplane.brain.base import Brain, BrainError, TextDelta, ToolCall
+from callplane.brain.base import RETRY_AFTER_SECONDS, Brain, BrainError, TextDelta, ToolCall
 from callplane.brain.build import build_brain
 from callplane.brain.history import ChatHistory, Said, ToolAnswered, ToolCalled
 from callplane.contacts.identifiers import normalize_identifier
@@ -193,16 +193,27 @@ async def rounds(
 async def _one_reply(
     brain: Brain, messages: list[dict[str, Any]], config: dict[str, Any]
 ) -> tuple[str, list[ToolCall]]:
+    """The brain's reply; one that failed busy or unreachable before its first token is asked
+    once more, as on a call."""
     parts: list[str] = []
     calls: list[ToolCall] = []
-    async for event in brain.stream_reply(
-        messages,
-        tools=brain_tools(config),
-        model=config.get("model"),
-        temperature=config.get("temperature"),
-    ):
-        if isinstance(event, TextDelta):
-            parts.append(event.text)
-        else:
-            calls.append(event)
-    return "".join(parts).strip(), calls
+    retried = False
+    while True:
+        try:
+            async for event in brain.stream_reply(
+                messages,
+                tools=brain_tools(config),
+                model=config.get("model"),
+                temperature=config.get("temperature"),
+            ):
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                else:
+                    calls.append(event)
+        except BrainError as exc:
+            if retried or parts or calls or not exc.retryable:
+                raise
+            retried = True
+            await asyncio.sleep(RETRY_AFTER_SECONDS)
+            continue
+        return "".join(parts).strip(), calls

@@ -9,6 +9,10 @@ from typing import Any, Protocol
 
 Message = dict[str, Any]
 
+#: A brain that failed retryably before its first token is asked once more, this long after:
+#: on a call and in a text turn alike, one busy moment is not worth an apology.
+RETRY_AFTER_SECONDS = 0.2
+
 
 class BrainError(Exception):
     """The brain could not answer; the message says why, for the call's events. ``retryable``:

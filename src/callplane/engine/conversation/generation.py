@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from callplane.brain import Brain, BrainError, ReplyEvent, SentenceSplitter, TextDelta, ToolCall
+from callplane.brain.base import RETRY_AFTER_SECONDS
 from callplane.engine.agent import AgentSpec
 from callplane.engine.conversation.reply import Reply
 from callplane.engine.conversation.speaking import Speaker
@@ -37,8 +38,6 @@ MAX_TOOL_ROUNDS = 5
 #: A tool without a result by then: its ``speak_while_running`` line is said.
 SPEAK_WHILE_RUNNING_AFTER = 1.0
 INTERRUPTED = "interrupted: the caller spoke before it finished"
-#: The pause before asking a busy brain again (enough for a server's blip, short for a caller).
-RETRY_AFTER_SECONDS = 0.2
 
 #: ``report(type, data)``: writes one of the call's events.
 Report = Callable[[str, dict[str, Any]], Awaitable[None]]
