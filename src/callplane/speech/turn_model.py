@@ -4,9 +4,10 @@ A text guess cannot tell "That works for me," from "That works for me." — Whis
 as a finished sentence — but the voice can: a falling pitch and a lengthened last syllable end
 a turn, a held or rising one goes on. The smart-turn v3.2 model (an 8 M parameter Whisper-tiny
 encoder with a classifier head, trained on 23 languages; BSD-2-Clause) hears exactly that. It
-ships inside the ``pipecat-ai`` wheel (``requirements/turn-model.txt``, pinned by hash and
-installed without its dependencies); callplane reads the ONNX file from the installed package's
-data and runs it with its own onnxruntime, never importing pipecat.
+ships inside the ``pipecat-ai`` wheel (``requirements/turn-model.txt``, pinned by hash):
+``make install`` takes the ONNX file out of that wheel into the venv
+(``scripts/install_turn_model.py``), and callplane runs it with its own onnxruntime. pipecat is
+never installed nor imported.
 
 Input, as the model was trained: the last 8 s of the turn at 16 kHz, zero-padded in front,
 normalised to zero mean and unit variance, as Whisper's 80-band log-mel spectrogram
@@ -19,9 +20,9 @@ Pure: PCM in, a probability out. One scoring costs ~10 ms of one core (``bench/e
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,9 @@ from callplane.speech.resampling import resample_pcm
 
 MODEL_RATE = 16_000
 WINDOW_SECONDS = 8
-#: The model file inside the pipecat-ai wheel, and its SHA-256 (checked once, when loaded: the
-#: wheel's own hash pins the package, this pins the one file callplane runs).
-PACKAGE = "pipecat-ai"
-MODEL_IN_PACKAGE = "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"
+#: Where ``make install`` puts the model, and its SHA-256 (checked again when loaded: the
+#: wheel's hash pins the download, this pins the one file callplane runs).
+MODEL_PATH = Path(sys.prefix) / "share" / "callplane" / "smart-turn" / "smart-turn-v3.2-cpu.onnx"
 MODEL_SHA256 = "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f"
 #: A turn is complete when the model says so with at least this probability.
 COMPLETE = 0.5
@@ -44,16 +44,11 @@ class TurnModelMissing(RuntimeError):
 
 def installed_model_path() -> Path:
     """Where the pinned model file is, or ``TurnModelMissing`` saying why it cannot be used."""
-    try:
-        located = metadata.distribution(PACKAGE).locate_file(MODEL_IN_PACKAGE)
-    except metadata.PackageNotFoundError as exc:
+    if not MODEL_PATH.is_file():
         raise TurnModelMissing(
-            f"the end-of-turn model is not installed ({PACKAGE}; make install installs it)"
-        ) from exc
-    path = Path(str(located))
-    if not path.is_file():
-        raise TurnModelMissing(f"{PACKAGE} is installed without its model file {path}")
-    return path
+            f"the end-of-turn model is not installed at {MODEL_PATH} (make install puts it there)"
+        )
+    return MODEL_PATH
 
 
 class TurnModel:
