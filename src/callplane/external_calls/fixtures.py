@@ -188,7 +188,7 @@ async def load_external_calls(context: LoadContext, items: list[Any]) -> list[An
                 "transcribed" if leg.transcript is not None else "pending"
             )
             recording.transcript = (
-                [t.model_dump() for t in leg.transcript] if leg.transcript is not None else None
+                [_entry(t) for t in leg.transcript] if leg.transcript is not None else None
             )
             recording.summary = leg.summary
             recording.awaiting_redaction = leg.awaiting_redaction
@@ -232,3 +232,9 @@ async def _check_calls(context: LoadContext, call_ids: list[uuid.UUID]) -> None:
     for index, call_id in enumerate(call_ids):
         if call_id not in known:
             raise LoadError(f"call_recordings[{index}].call_id: no call {call_id}")
+
+
+def _entry(entry: TranscriptEntry) -> dict[str, object]:
+    """A loaded transcript entry as stored: ``language`` only when the document names one (the
+    recogniser adds it to what it hears; a document's entries keep SPEC's shape)."""
+    return entry.model_dump(exclude={"language"} if entry.language is None else None)
