@@ -26,7 +26,7 @@ from pydantic import (
 
 from callplane.agents.schemas import Ref
 from callplane.errors import InvalidInput
-from callplane.kit.messages import describe, plain_message
+from callplane.kit.messages import field_messages
 from callplane.kit.schemas import SafeStr
 
 TestName = Annotated[
@@ -133,10 +133,7 @@ def validate_spec(document: dict[str, Any]) -> dict[str, Any]:
     try:
         spec = TestSpec.model_validate(document)
     except ValidationError as exc:
-        errors = exc.errors(include_input=False, include_url=False)
-        messages = [
-            describe(list(e["loc"]), plain_message(dict(e)), str(e["type"])) for e in errors
-        ]
+        messages = field_messages(exc.errors(include_input=False, include_url=False))
         failure = InvalidInput(messages[0])
         failure.errors = messages[:20]
         raise failure from None

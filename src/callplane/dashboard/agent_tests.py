@@ -24,7 +24,7 @@ from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router
 from callplane.errors import Conflict, InvalidInput
 from callplane.http.deps import SessionDep
-from callplane.kit.messages import describe, plain_message
+from callplane.kit.messages import field_messages
 from callplane.users.service import Person
 
 router = dashboard_router()
@@ -102,10 +102,7 @@ async def add_test(
         body = TestCreate.model_validate_json(text)
         await service.create_test(session, person.organization_id, agent_uuid, body)
     except ValidationError as exc:
-        errors = exc.errors(include_input=False, include_url=False)
-        messages = [
-            describe(list(e["loc"]), plain_message(dict(e)), str(e["type"])) for e in errors
-        ]
+        messages = field_messages(exc.errors(include_input=False, include_url=False))
         return await _tests_page(
             request, session, person, agent_uuid, branch, 422, messages[:20], text
         )

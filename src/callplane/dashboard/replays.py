@@ -23,7 +23,7 @@ from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router
 from callplane.errors import InvalidInput
 from callplane.http.deps import SessionDep
-from callplane.kit.messages import describe, plain_message
+from callplane.kit.messages import field_messages
 
 router = dashboard_router()
 
@@ -62,10 +62,7 @@ async def start_replay(
             session, org, agent_uuid, ref=body.ref, call_ids=None, last=body.last
         )
     except ValidationError as exc:
-        errors = exc.errors(include_input=False, include_url=False)
-        messages = [
-            describe(list(e["loc"]), plain_message(dict(e)), str(e["type"])) for e in errors
-        ]
+        messages = field_messages(exc.errors(include_input=False, include_url=False))
         return await _tests_page(request, session, person, agent_uuid, branch, 422, messages)
     except InvalidInput as exc:
         return await _tests_page(request, session, person, agent_uuid, branch, 422, exc.errors)

@@ -12,7 +12,7 @@ is instead of being prefixed again. The input itself is never echoed back
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 LOCATION_ROOTS = frozenset({"body", "query", "path", "header", "cookie"})
@@ -102,6 +102,12 @@ def describe(loc: list[str | int] | tuple[str | int, ...], message: str, kind: s
     if _NAMES_A_FIELD.match(message):
         return message
     return f"{field}: {_without_name(message, field)}"
+
+
+def field_messages(errors: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Pydantic's errors (``exc.errors()``) as one line each naming its field, for a form or a
+    stored document that is checked outside a route (a route's own body is the families')."""
+    return [describe(list(e["loc"]), plain_message(e), str(e["type"])) for e in errors]
 
 
 def _without_name(message: str, field: str) -> str:
