@@ -242,6 +242,7 @@ def side_by_side(args: argparse.Namespace) -> None:
     summary = {
         "ts": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": cd.commit(),
+        "label": args.label,
         "database": args.database,
         "workers": args.workers,
         "median_ratio": round(statistics.median(ratios), 3),
@@ -255,7 +256,7 @@ def side_by_side(args: argparse.Namespace) -> None:
     with args.out.open("a") as out:
         out.write(json.dumps(summary) + "\n")
     cd.log(
-        f"{args.database}, commit {summary['commit']}: with / without the log = "
+        f"{args.database}, commit {summary['commit']} {args.label}: with / without the log = "
         f"{summary['median_ratio']} (median of {len(ratios)} rounds), {summary['pooled_ratio']} "
         f"(pooled); cost {1 - summary['median_ratio']:.1%}; server CPU per request with / "
         f"without {summary['server_cpu_ratio']}; 1-min load "
@@ -354,6 +355,9 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--keep", action="store_true", help="keep the servers' temp dirs")
+    parser.add_argument(
+        "--label", default="", help="what was measured, e.g. the tree PYTHONPATH names first"
+    )
     parser.add_argument("--cpu", action="store_true", help="CPU per PATCH in process instead")
     parser.add_argument("--requests", type=int, default=500, help="--cpu: PATCHes per round")
     args = parser.parse_args()

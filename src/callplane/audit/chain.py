@@ -28,6 +28,7 @@ from typing import Any, cast
 import orjson
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import ColumnElement
 
 from callplane.kit.driver import Db, Prepared, driver_of, fixed_statement
@@ -80,7 +81,7 @@ def _sha256_hex(text: ColumnElement[Any], dialect_name: str) -> ColumnElement[An
     return sa.func.callplane_sha256(text)  # kit.sqlite_functions
 
 
-def _advance(dialect_name: str) -> sa.ClauseElement:
+def _advance(dialect_name: str) -> sa.Update:
     """Move the head one event on: its new seq and hash (the old hash, the new seq, the body)."""
     heads = _HEADS
     following = heads.c.seq + 1
@@ -127,22 +128,31 @@ def _advance_and_record() -> sa.ClauseElement:
     )
 
 
-def _statements(dialect: Any) -> tuple[Prepared, Prepared, Prepared | None]:
-    """The head's start, its move (with the event's INSERT on PostgreSQL), and the event's
-    INSERT where that is a statement of its own (SQLite)."""
+#: Per dialect class: the head's start, its move (with the event's INSERT on PostgreSQL), and
+#: the event's INSERT where that is a statement of its own (SQLite).
+_statements: dict[type[Dialect], tuple[Prepared, Prepared, Prepared | None]] = {}
+
+
+def _statements_for(dialect: Dialect) -> tuple[Prepared, Prepared, Prepared | None]:
+    found = _statements.get(type(dialect))
+    if found is not None:
+        return found
     name = dialect.name
     start = fixed_statement(f"audit.start.{name}", dialect, lambda: _start(name))
     if name == "postgresql":
         both = fixed_statement("audit.append.postgresql", dialect, _advance_and_record)
-        return start, both, None
-    advance = fixed_statement(f"audit.advance.{name}", dialect, lambda: _advance(name))
-    return start, advance, fixed_statement("audit.record", dialect, _record)
+        found = (start, both, None)
+    else:
+        advance = fixed_statement(f"audit.advance.{name}", dialect, lambda: _advance(name))
+        found = (start, advance, fixed_statement("audit.record", dialect, _record))
+    _statements[type(dialect)] = found
+    return found
 
 
 async def append(db: Db, event: Event) -> int:
     """Append ``event`` to its organization's chain in ``db``'s transaction; its ``seq``."""
     driver = await driver_of(db)
-    start, advance, record = _statements(driver.dialect)
+    start, advance, record = _statements_for(driver.dialect)
     values: dict[str, Any] = {
         "organization_id": event.organization_id,
         "body": body(event),
