@@ -191,6 +191,9 @@ async def hold_conversation(
     context.redactor = Redactor.from_config(spec.redaction)
 
     async def report(type_: str, data: dict[str, Any]) -> None:
+        # The agent's own events (a tool's error text may quote what the caller said).
+        if context.redactor is not None:
+            data = context.redactor.value(data, count=False)
         await record_agent_event(runtime, context.organization_id, context.call_id, type_, data)
 
     started = None
