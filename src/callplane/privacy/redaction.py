@@ -22,8 +22,13 @@ from typing import Any
 from callplane.privacy.detectors import Found, detectors
 from callplane.privacy.spoken import normalise
 
+#: Digits in a line that make it sound like it held a value (a short IBAN's account, a date).
+NUMBER_DIGITS = 6
+
 #: The entities an agent's ``redaction.entities`` may name.
 ENTITIES = ("credit_card", "ssn", "email", "phone_number", "date_of_birth", "iban")
+#: The entities that are said as digits.
+NUMERIC = frozenset({"credit_card", "ssn", "phone_number", "date_of_birth", "iban"})
 
 
 def token(entity: str) -> str:
@@ -131,6 +136,16 @@ class Redactor:
             return value
         written = self.text(str(value), count=count)
         return value if written == str(value) else written
+
+    def numbers_in(self, text: str) -> bool:
+        """Whether ``text`` holds as many digits as a short value (``NUMBER_DIGITS``) while a
+        numeric entity is redacted. A recogniser that mishears one digit of a card writes a
+        number that fails the Luhn check, or splits it ("453, I'm 148, 0343647"): the text
+        keeps what it wrote, but the recording still holds the card, so ``recordings``
+        covers such lines too. Covering a line that only held an order id costs little."""
+        if not self.entities & NUMERIC:
+            return False
+        return sum(c.isdigit() for c in normalise(text).text) >= NUMBER_DIGITS
 
     def total(self) -> int:
         return sum(self.counts.values())
