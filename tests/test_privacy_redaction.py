@@ -240,6 +240,9 @@ def test_a_line_with_digits_is_toned_even_when_no_value_was_found() -> None:
     assert redactor.numbers_in("four five three nine one four")
     assert not redactor.numbers_in("table for 4 at 7")
     assert not Redactor(frozenset({"email"})).numbers_in("order 12345678")
+    # The agent's own words are exact: only what was replaced in them is covered.
+    assert redactor.covers("user", "order 12345678", replaced=False)
+    assert not redactor.covers("assistant", "order 12345678", replaced=False)
 
 
 def test_redacted_lines_become_stretches_of_their_channel() -> None:

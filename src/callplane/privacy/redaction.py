@@ -137,6 +137,11 @@ class Redactor:
         written = self.text(str(value), count=count)
         return value if written == str(value) else written
 
+    def covers(self, role: str, text: str, replaced: bool) -> bool:
+        """Whether a line is covered in the recording: something in it was replaced, or (a
+        caller's words, as the recogniser heard them) it sounds like it held a value."""
+        return replaced or (self.recordings and role == "user" and self.numbers_in(text))
+
     def numbers_in(self, text: str) -> bool:
         """Whether ``text`` holds as many digits as a short value (``NUMBER_DIGITS``) while a
         numeric entity is redacted. A recogniser that mishears one digit of a card writes a

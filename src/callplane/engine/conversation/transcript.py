@@ -46,9 +46,7 @@ class TranscriptLog:
         redactor = self.redactor
         before = redactor.total() if redactor is not None else 0
         said = self.history.add(Said(role, text, self._stamp(at), self.language()))
-        if redactor is not None and (
-            redactor.total() > before or (redactor.recordings and redactor.numbers_in(text))
-        ):
+        if redactor is not None and redactor.covers(role, text, redactor.total() > before):
             assert said.timestamp is not None
             end = self._stamp(until) if until is not None else None
             redactor.said.append((role, said.timestamp, end))
