@@ -1,10 +1,10 @@
 """A recording's redacted stretches covered with a 1 kHz tone, before it is stored.
 
 The call's recording is a 16-bit WAV with one channel per side (the agent's first). Each
-stretch names its channel and its seconds; it is widened by ``MARGIN`` on both sides, since a
-line's times on the call's clock and its place in the recording differ by the jitter of the
-network and of voice-activity detection, and a value left audible is the one mistake redaction
-must not make.
+stretch names its channel and its seconds; it is widened on both sides, since a line's times on
+the call's clock and its place in the recording differ by the jitter of the network and of
+voice-activity detection (which reports speech a little after it began, later still on a busy
+worker), and a value left audible is the one mistake redaction must not make.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ TONE_HZ = 1000.0
 #: About -12 dBFS: clearly a tone, not loud enough to hurt.
 TONE_LEVEL = 0.25
 #: Seconds added before and after each stretch.
-MARGIN = 0.5
+MARGIN_BEFORE = 1.0
+MARGIN_AFTER = 0.5
 
 
 def tone_wav(data: bytes, stretches: Sequence[tuple[int, float, float]]) -> bytes:
@@ -40,8 +41,8 @@ def tone_wav(data: bytes, stretches: Sequence[tuple[int, float, float]]) -> byte
     for channel, start, end in stretches:
         if not 0 <= channel < channels:
             continue
-        first = max(int((start - MARGIN) * rate), 0)
-        last = min(int((end + MARGIN) * rate), length)
+        first = max(int((start - MARGIN_BEFORE) * rate), 0)
+        last = min(int((end + MARGIN_AFTER) * rate), length)
         for n in range(first, last):
             value = TONE_LEVEL * math.sin(2 * math.pi * TONE_HZ * n / rate)
             samples[n * channels + channel] = int(value * 32767)
