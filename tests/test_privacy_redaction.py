@@ -231,3 +231,33 @@ def test_the_tone_covers_only_its_channel_and_stretch() -> None:
     assert not any(caller[: int(0.5 * rate)]) and not any(caller[int(2.5 * rate) :])
     peak = max(abs(s) for s in caller[rate : rate + 8])
     assert math.isclose(peak, 0.25 * 32767, rel_tol=0.05)
+
+
+def test_a_line_with_digits_is_toned_even_when_no_value_was_found() -> None:
+    """A misheard card fails the Luhn check but is still in the audio."""
+    redactor = Redactor(frozenset({"credit_card"}), recordings=True)
+    assert redactor.numbers_in("my card number in 453, I'm 148, 0343647")
+    assert redactor.numbers_in("four five three nine one four")
+    assert not redactor.numbers_in("table for 4 at 7")
+    assert not Redactor(frozenset({"email"})).numbers_in("order 12345678")
+    # The agent's own words are exact: only what was replaced in them is covered.
+    assert redactor.covers("user", "order 12345678", replaced=False)
+    assert not redactor.covers("assistant", "order 12345678", replaced=False)
+
+
+def test_redacted_lines_become_stretches_of_their_channel() -> None:
+    redactor = Redactor(ALL, recordings=True)
+    redactor.said += [("user", 1.0, 2.5), ("assistant", 3.0, None), ("user", 6.0, None)]
+    transcript = [
+        {"role": "assistant", "text": "a", "timestamp": 3.0},
+        {"role": "assistant", "text": "", "function_name": "x", "timestamp": 4.0},
+        {"role": "assistant", "text": "b", "timestamp": 5.0},
+    ]
+    recording = Recording("audio/wav", b"", 10.0)
+    # A caller's line from its start to its end (to the recording's end when unknown), an
+    # agent's until its next line.
+    assert redacted_stretches(redactor, recording, transcript) == [
+        (1, 1.0, 2.5),
+        (0, 3.0, 5.0),
+        (1, 6.0, 10.0),
+    ]
