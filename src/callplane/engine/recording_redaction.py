@@ -27,7 +27,7 @@ from callplane.privacy.word_spans import value_spans
 from callplane.settings import Settings
 from callplane.speech import executors
 from callplane.speech.models import primary
-from callplane.speech.transcriber import shared_transcriber
+from callplane.speech.transcriber import SpeechUnavailable, shared_transcriber
 from callplane.telephony.base import Recording
 
 log = logging.getLogger("callplane.engine.recording_redaction")
@@ -93,6 +93,9 @@ async def covered_stretches(
                 spans = await executors.run(
                     "recognition", _values_in, redactor, recording.data, stretch, settings, language
                 )
+            except SpeechUnavailable as exc:
+                # A worker without the speech extra or the model: every line is covered whole.
+                log.info("redacted lines are toned whole: %s", exc)
             except Exception:
                 # Covered whole: never stored with a value audible.
                 log.warning("a redacted line could not be heard again", exc_info=True)
