@@ -102,7 +102,7 @@ async def covered_stretches(
         if spans is None:
             covered.append(stretch)
         else:
-            covered.extend((channel, start + a, min(end, start + b)) for a, b in spans)
+            covered.extend((channel, start + a, start + b) for a, b in spans)
     return covered
 
 
@@ -116,4 +116,4 @@ def _values_in(
     transcriber = shared_transcriber(settings, "redaction", language)
     segments = transcriber.transcribe(pcm, rate, language=primary(language))
     words = [(w.text, w.start, w.end) for s in segments for w in s.words]
-    return value_spans(redactor, words)
+    return value_spans(redactor, words, end - start)

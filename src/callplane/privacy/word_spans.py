@@ -20,8 +20,11 @@ WORD_MARGIN = 0.2
 TimedWord = tuple[str, float, float]
 
 
-def value_spans(redactor: Redactor, words: Sequence[TimedWord]) -> list[tuple[float, float]] | None:
-    """(start, end) in the words' seconds of each value found, widened by ``WORD_MARGIN``;
+def value_spans(
+    redactor: Redactor, words: Sequence[TimedWord], duration: float
+) -> list[tuple[float, float]] | None:
+    """(start, end) in the words' seconds (of audio ``duration`` long) of each value found,
+    widened by ``WORD_MARGIN``;
     None when no words came back, no value is found in them (the line was covered, so the
     first recognition heard one, or heard digits enough to be one: this one misheard), or
     digits enough to be a value are left outside the values found (a second value misheard)."""
@@ -45,9 +48,14 @@ def value_spans(redactor: Redactor, words: Sequence[TimedWord]) -> list[tuple[fl
             if first < value.end and last > value.start
         ]
         first, last = covered[0], covered[-1]
-        # From the word before to the word after: a recogniser places the edges of spoken
-        # digits loosely, and may give the pause before the first digit to the word before.
-        start = min(words[first - 1][2] if first > 0 else words[first][1], words[first][1])
-        end = max(words[last + 1][1] if last + 1 < len(words) else words[last][2], words[last][2])
-        spans.append((max(0.0, start - WORD_MARGIN), end + WORD_MARGIN))
+        # From the word before to the word after (the audio's edge when there is none): a
+        # recogniser places the edges of spoken digits loosely, and may give the pause before
+        # the first digit to the word before.
+        start = min(words[first - 1][2], words[first][1]) - WORD_MARGIN if first else 0.0
+        end = (
+            max(words[last + 1][1], words[last][2]) + WORD_MARGIN
+            if last + 1 < len(words)
+            else duration
+        )
+        spans.append((max(0.0, start), min(duration, end)))
     return spans
