@@ -47,6 +47,8 @@ def value_spans(
             for index, (first, last) in enumerate(bounds)
             if first < value.end and last > value.start
         ]
+        if not covered:
+            return None
         first, last = covered[0], covered[-1]
         # From the word before to the word after (the audio's edge when there is none): a
         # recogniser places the edges of spoken digits loosely, and may give the pause before
