@@ -22,7 +22,7 @@ from callplane.engine.conversation.listening import Listener
 from callplane.engine.conversation.speaking import Speaker
 from callplane.engine.conversation.turn_loop import TranscriptLog, TurnLoop
 from callplane.speech.base import Segment, Synthesizer, Transcriber
-from callplane.speech.vad import SpeechStarted, TurnEnded, TurnEvent
+from callplane.speech.vad import SpeechPaused, SpeechStarted, TurnEnded, TurnEvent
 from callplane.telephony.base import (
     SAMPLE_RATE,
     SAMPLE_WIDTH,
@@ -87,12 +87,23 @@ class FakeConnection(Connection):
 
 
 class FakeDetector:
-    """The turn detector, reading the caller's marked frames instead of voice activity."""
+    """The turn detector, reading the caller's marked frames instead of voice activity: ``B``
+    speech starts, ``P<text>`` a pause after ``text``, ``S`` speech again after a pause,
+    ``E<text>`` the turn ends."""
+
+    def __init__(self) -> None:
+        self.speaking = False
+        self.silent_ms = 0
 
     def push(self, pcm: bytes) -> list[TurnEvent]:
-        if pcm.startswith(b"B"):
-            return [SpeechStarted()]
+        if pcm.startswith((b"B", b"S")):
+            self.speaking, self.silent_ms = True, 0
+            return [SpeechStarted()] if pcm.startswith(b"B") else []
+        if pcm.startswith(b"P"):
+            self.silent_ms = 120
+            return [SpeechPaused(audio=pcm[1:])]
         if pcm.startswith(b"E"):
+            self.speaking, self.silent_ms = False, 0
             return [TurnEnded(audio=pcm[1:], silence_seconds=0.0)]
         return []
 
@@ -194,6 +205,8 @@ class Conversation:
     brain: Brain | None = None
     answered_by: str = "human"
     ms_per_char: float = 1.0
+    #: The listener tells its pauses' guesses (a speculative reply starts on them).
+    speculative: bool = False
     connection: FakeConnection = field(init=False)
     synthesizer: FakeSynthesizer = field(init=False)
     transcriber: FakeTranscriber = field(init=False)
@@ -223,6 +236,7 @@ class Conversation:
                 transcriber=self.transcriber,
                 hints=self.spec.keyterms,
                 detector=FakeDetector,
+                tell_guesses=self.speculative,
             ),
             speaker=Speaker(self.connection, self.synthesizer),
             transcript=TranscriptLog(self.transcript, lambda: time.monotonic() - began),
@@ -244,6 +258,19 @@ class Conversation:
 
     def says(self, text: str) -> None:
         self.connection.send(b"B")
+        self.connection.send(b"E" + text.encode())
+
+    def pauses_after(self, text: str) -> None:
+        """Speaks ``text`` and pauses (the turn may be over, or not)."""
+        self.connection.send(b"B")
+        self.connection.send(b"P" + text.encode())
+
+    def goes_on(self) -> None:
+        """Speaks again after a pause."""
+        self.connection.send(b"S")
+
+    def ends_turn(self, text: str) -> None:
+        """The turn is over: its words are ``text``."""
         self.connection.send(b"E" + text.encode())
 
     def hangs_up(self) -> None:
