@@ -88,22 +88,27 @@ class FakeConnection(Connection):
 
 class FakeDetector:
     """The turn detector, reading the caller's marked frames instead of voice activity: ``B``
-    speech starts, ``P<text>`` a pause after ``text``, ``S`` speech again after a pause,
+    speech starts, ``~V<ms>`` that much more voice, ``~P<text>`` a pause after ``text``,
     ``E<text>`` the turn ends."""
 
     def __init__(self) -> None:
-        self.speaking = False
+        self.voiced_ms = 0
         self.silent_ms = 0
 
     def push(self, pcm: bytes) -> list[TurnEvent]:
-        if pcm.startswith((b"B", b"S")):
-            self.speaking, self.silent_ms = True, 0
-            return [SpeechStarted()] if pcm.startswith(b"B") else []
-        if pcm.startswith(b"P"):
+        if pcm.startswith(b"B"):
+            self.voiced_ms = self.silent_ms = 0
+            return [SpeechStarted()]
+        if pcm.startswith(b"~V"):
+            if self.silent_ms:
+                self.voiced_ms = self.silent_ms = 0  # a new stretch after the pause
+            self.voiced_ms += int(pcm[2:])
+            return []
+        if pcm.startswith(b"~P"):
             self.silent_ms = 120
-            return [SpeechPaused(audio=pcm[1:])]
+            return [SpeechPaused(audio=pcm[2:])]
         if pcm.startswith(b"E"):
-            self.speaking, self.silent_ms = False, 0
+            self.voiced_ms = self.silent_ms = 0
             return [TurnEnded(audio=pcm[1:], silence_seconds=0.0)]
         return []
 
@@ -260,17 +265,15 @@ class Conversation:
         self.connection.send(b"B")
         self.connection.send(b"E" + text.encode())
 
-    def pauses_after(self, text: str) -> None:
-        """Speaks ``text`` and pauses (the turn may be over, or not)."""
-        self.connection.send(b"B")
-        self.connection.send(b"P" + text.encode())
+    def voices(self, ms: int) -> None:
+        """More of the caller's voice (its words come with the pause or the end after it)."""
+        self.connection.send(b"~V%d" % ms)
 
-    def goes_on(self) -> None:
-        """Speaks again after a pause."""
-        self.connection.send(b"S")
+    def pauses(self, text: str) -> None:
+        """A pause after the caller said ``text`` (the turn so far)."""
+        self.connection.send(b"~P" + text.encode())
 
     def ends_turn(self, text: str) -> None:
-        """The turn is over: its words are ``text``."""
         self.connection.send(b"E" + text.encode())
 
     def hangs_up(self) -> None:

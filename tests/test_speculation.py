@@ -104,7 +104,8 @@ async def test_a_kept_guess_asks_the_brain_once_and_is_heard_only_after_the_turn
     before = outcomes()
     brain = FakeBrain(["Of course, for how many people?"])
     call = Conversation(LISTENS, brain, speculative=True).start()
-    call.pauses_after("I'd like a table, please.")
+    call.begins_speaking()
+    call.pauses("I'd like a table, please.")
     await call.until(lambda: brain.requests and call.synthesizer.spoken)
     await asyncio.sleep(0.02)  # time for any audio that would wrongly go out early
     assert call.connection.played == []
@@ -127,7 +128,8 @@ async def test_other_final_words_discard_the_guess_unheard_and_ask_again() -> No
     before = outcomes()
     brain = HeldBrain([[TextDelta("A table, sure. Anything else?")], "A table for two, at eight."])
     call = Conversation(LISTENS, brain, speculative=True).start()
-    call.pauses_after("I'd like a table")
+    call.begins_speaking()
+    call.pauses("I'd like a table")
     await call.until(lambda: call.synthesizer.spoken)  # the guess's first words, made ahead
 
     call.ends_turn("I'd like a table for two at eight")
@@ -149,9 +151,10 @@ async def test_a_caller_going_on_after_the_pause_drops_the_guess() -> None:
     before = outcomes()
     brain = HeldBrain(["Which day?", "Friday at nine is free."])
     call = Conversation(LISTENS, brain, speculative=True).start()
-    call.pauses_after("I'd like to book")
+    call.begins_speaking()
+    call.pauses("I'd like to book")
     await call.until(lambda: brain.requests)
-    call.goes_on()
+    call.voices(200)  # speaks again
     await call.until(lambda: brain.stopped == 1)  # dropped before the turn ended
     assert counted(before, kept=0, discarded=1)
 
@@ -178,7 +181,8 @@ async def test_a_discarded_guess_never_runs_its_tools() -> None:
         ]
     )
     call = Conversation(LISTENS, brain, speculative=True, toolbox=Toolbox([booking])).start()
-    call.pauses_after("Book two seats.")
+    call.begins_speaking()
+    call.pauses("Book two seats.")
     await call.until(lambda: brain.requests)
     await asyncio.sleep(0.02)  # time for a tool that would wrongly run early
     assert booking.runs == []
@@ -199,7 +203,8 @@ async def test_a_kept_guess_runs_its_tools_once_after_the_turn() -> None:
     booking = Booking()
     brain = FakeBrain([[ToolCall("book", {"seats": 2})], "Booked: two seats."])
     call = Conversation(LISTENS, brain, speculative=True, toolbox=Toolbox([booking])).start()
-    call.pauses_after("Book two seats.")
+    call.begins_speaking()
+    call.pauses("Book two seats.")
     await call.until(lambda: brain.requests)
     await asyncio.sleep(0.02)
     assert booking.runs == []
@@ -219,7 +224,8 @@ async def test_without_speculation_the_brain_waits_for_the_turn() -> None:
     before = outcomes()
     brain = FakeBrain(["Sure."])
     call = Conversation(LISTENS, brain).start()
-    call.pauses_after("Hello there.")
+    call.begins_speaking()
+    call.pauses("Hello there.")
     await asyncio.sleep(0.02)
     assert brain.requests == []
     call.ends_turn("Hello there.")
