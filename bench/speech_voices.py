@@ -61,6 +61,13 @@ from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
 from callplane.speech.transcriber import WhisperTranscriber, shared_transcriber  # noqa: E402
 
 PIPER = "piper:en_US-joe-medium"
+#: Turns a text guess waits long for (600 ms after a number): a speculative reply's case.
+NUMBER_LINES = [
+    "My phone number is four one five, five five five, zero one three two.",
+    "The booking reference is seven seven two four.",
+    "We will be six.",
+    "My date of birth is the third of March, nineteen eighty five.",
+]
 FIRST_SENTENCES = [
     "Of course, I can do that for you.",
     "Thanks for calling Acme Dental.",
@@ -156,11 +163,12 @@ async def bench_reply(
     turns: int,
     modes: Sequence[str] = ("smart", "silence"),
     speculation: Sequence[bool] = (True,),
+    said: Sequence[str] = CALLER_LINES,
 ) -> None:
     """The combinations take turns, two caller lines at a time, so that a machine whose load
     drifts during the run weighs on each of them alike."""
     espeak = EspeakSynthesizer()
-    lines = [_trim(espeak.synthesize(line, 8000)) for line in CALLER_LINES]
+    lines = [_trim(espeak.synthesize(line, 8000)) for line in said]
     combos = [(m, n, s) for m in modes for n in voices for s in speculation]
     latencies: dict[tuple[str, str, bool], list[float]] = {combo: [] for combo in combos}
     print(f"reply latency, {turns} turns each, interleaved (ms):")
@@ -352,6 +360,12 @@ def main() -> None:
         help="reply part: speculative replies on, off, or on,off side by side",
     )
     parser.add_argument(
+        "--lines",
+        default="calls",
+        help="reply part: calls (the caller's usual lines) or numbers (turns ending in a number)",
+    )
+    parser.add_argument("--voices", default=f"{PIPER},espeak-ng:en-us", help="reply part")
+    parser.add_argument(
         "--calls", default="1,2,4,8", help="capacity part: conversations at once, comma-separated"
     )
     parser.add_argument(
@@ -390,11 +404,12 @@ def main() -> None:
         if "reply" in parts:
             asyncio.run(
                 bench_reply(
-                    voices,
+                    {name: voices[name] for name in args.voices.split(",")},
                     transcriber,
                     args.turns,
                     args.modes.split(","),
                     [flag == "on" for flag in args.speculative.split(",")],
+                    NUMBER_LINES if args.lines == "numbers" else CALLER_LINES,
                 )
             )
         if "languages" in parts:
