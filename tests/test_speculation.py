@@ -5,6 +5,7 @@ its tools never run) when it does not."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -13,6 +14,8 @@ from prometheus_client import REGISTRY
 from callplane.brain import ReplyEvent, TextDelta, ToolCall
 from callplane.engine.agent import AgentSpec
 from callplane.engine.conversation.speculation import normal
+from callplane.engine.conversation.transcript import TranscriptLog
+from callplane.privacy.redaction import Redactor
 from callplane.telephony.base import SAMPLE_RATE
 from callplane.tools import Tool, ToolContext, ToolResult
 from callplane.tools.toolbox import Toolbox
@@ -234,3 +237,14 @@ async def test_without_speculation_the_brain_waits_for_the_turn() -> None:
     await call.ended()
     assert len(brain.requests) == 1
     assert counted(before, kept=0, discarded=0)
+
+
+def test_a_guess_is_redacted_for_the_brain_as_the_turn_will_be() -> None:
+    redactor = Redactor.from_config({"entities": ["credit_card"], "llm": True})
+    log = TranscriptLog([], lambda: 1.0, redactor=redactor)
+    said = "My card is 4111 1111 1111 1111."
+    guessed = log.messages_if(time.monotonic(), said, None)
+    assert redactor is not None and not redactor.counts  # a guess is not a redaction made
+    log.say(time.monotonic(), "user", said)
+    assert "4111" not in guessed[-1]["content"]
+    assert guessed == log.messages(None)
