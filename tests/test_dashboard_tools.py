@@ -196,8 +196,9 @@ async def test_a_valid_tool_change_commits_and_its_diff_is_in_the_history(
     assert "/tools/lookup_order/timeout_seconds" in history
     assert "/tools/transfer_call" in history
     assert '"number": "+14155550100"' in history
-    # The editor now shows the committed tools, named.
-    assert '"name": "transfer_call"' in history
+    # The editor now shows the committed tools as forms, named.
+    assert 'name="tool.1.name" value="transfer_call"' in history
+    assert 'name="tool.1.destinations.0.number" value="+14155550100"' in history
 
 
 async def test_another_organization_s_agent_is_not_checked(

@@ -12,6 +12,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from callplane.users.roles import may
+
 NAV = (
     ("overview", "Overview"),
     ("calls", "Calls"),
@@ -20,6 +22,7 @@ NAV = (
     ("external-calls", "External calls"),
     ("numbers", "Phone numbers"),
     ("agents", "Agents"),
+    ("voices", "Voices"),
     ("campaigns", "Campaigns"),
     ("knowledge", "Knowledge"),
     ("webhooks", "Webhooks"),
@@ -62,9 +65,12 @@ def build_environment() -> Environment:
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     env: Environment = request.app.state.dashboard.templates
     visit = getattr(request.state, "visit", None)
+    person = getattr(request.state, "person", None)
     page = env.get_template(template).render(
         base=request.scope.get("root_path", ""),
-        person=getattr(request.state, "person", None),
+        person=person,
+        # A viewer is shown no form it may not send (the route refuses it anyway).
+        can_write=person is not None and may(person.role, "general", "POST"),
         csrf=visit.state.csrf if visit else "",
         section=context.pop("section", None),
         **context,
