@@ -103,20 +103,35 @@ def test_a_tool_is_built_with_a_form_and_committed(page: Page, tenant: shared.Te
     page.set_viewport_size({"width": 1400, "height": 900})
     shared.sign_in(page, tenant)
     page.goto(f"/dashboard/agents/{agent_id}")
-    page.get_by_text("Add a tool with a form").click()
-    page.locator("summary", has_text="transfer_call").click()
-    page.locator("#tool-transfer_call-name").fill("to_front_desk")
-    destinations = page.locator("#tool-transfer_call-destinations")
-    destinations.fill('[{"name": "front desk", "number": "+14155550199"}]')
+    page.get_by_label("Add a tool").select_option("transfer_call")
+    page.get_by_role("button", name="Add tool").click()  # htmx: only the tools' part changes
+    card = page.get_by_role("group", name="Tool tools/0: transfer_call")
+    card.get_by_label("name", exact=True).fill("to_front_desk")
+    card.get_by_label("name of row 1").fill("front desk")
+    card.get_by_label("number of row 1").fill("+14155550199")
+    expect(page.locator("#config-check")).to_contain_text("The config is valid.")
     shot(page, "agent-tool-form")
-    page.get_by_role("button", name="Add this transfer_call tool").click()
-    shot(page, "agent-tool-added")
-    expect(page.get_by_role("status")).to_contain_text("added to the draft")
-    expect(page.locator("#tools")).to_contain_text("to_front_desk")
+    # The JSON one click away, the form's values in it; and back to the forms.
+    page.get_by_role("button", name="Edit the tools as JSON").click()
+    expect(page.locator("#tools")).to_contain_text('"number": "+14155550199"')
+    page.locator("#tools").fill(page.locator("#tools").input_value().replace("front desk", "desk"))
+    page.get_by_role("button", name="Edit the tools with forms").click()
+    expect(card.get_by_label("name of row 1")).to_have_value("desk")
+    expect(card.get_by_label("name of row 2")).to_have_value("")  # a blank row to add one
     page.get_by_label("Commit message").fill("A transfer to the front desk")
     page.get_by_role("button", name="Commit to main").click()
     expect(page.get_by_role("status")).to_contain_text("Committed.")
+    # The committed tool is edited in its form too.
+    card = page.get_by_role("group", name="Tool tools/0: transfer_call to_front_desk")
+    expect(card.get_by_label("number of row 1")).to_have_value("+14155550199")
+    shot(page, "agent-tool-committed")
     commits = tenant.api.get(f"/agents/{agent_id}/commits").json()["commits"]
     assert commits[0]["message"] == "A transfer to the front desk"
     head = tenant.api.get(f"/agents/{agent_id}/commits/{commits[0]['id']}").json()["commit"]
-    assert head["config"]["tools"][0]["name"] == "to_front_desk"
+    assert head["config"]["tools"] == [
+        {
+            "type": "transfer_call",
+            "name": "to_front_desk",
+            "destinations": [{"name": "desk", "number": "+14155550199"}],
+        }
+    ]
