@@ -40,6 +40,20 @@ def test_a_call_names_its_agent_and_the_list_filters_by_agent(
     shot(page, "call-agent")
     line.get_by_role("link", name="Riley").click()
     expect(page.get_by_role("heading", name="Riley")).to_be_visible()
+    # "Place a call" picks the agent, then one of its branches (another agent's are not offered).
+    beta = tenant.api.post(f"/agents/{agent_id}/branches", json={"name": "beta", "from": "main"})
+    assert beta.status_code == 201, beta.text
+    other = tenant.api.post("/agents", json={"name": "Sam", "config": {}}).json()["agent"]
+    assert tenant.api.post(f"/agents/{other['id']}/branches", json={"name": "sams"}).is_success
+    page.goto("/dashboard/calls/new")
+    page.get_by_label("To (phone number)").fill("+14155550132")
+    page.get_by_label("Agent (optional").select_option(label="Riley")
+    branch = page.get_by_label("Branch (with an agent)")
+    expect(branch.locator("optgroup[label=Sam]")).to_be_hidden()
+    branch.select_option("beta")
+    shot(page, "call-new-agent-branch")
+    page.get_by_role("button", name="Place call").click()
+    expect(page.locator("#call-agent")).to_contain_text("Riley on branch beta")
 
 
 def test_analysis_results_read_as_fields(page: Page, tenant: shared.Tenant, server: Any) -> None:

@@ -70,7 +70,7 @@ async def test_a_call_page_shows_tool_uses_and_the_transfer_escaped(make_app: An
     assert "<script>alert" not in raw and "<b>42</b>" not in raw
     assert "&lt;script&gt;alert(" in raw
     assert HOSTILE in text
-    assert '"order_id": "<b>42</b>"' in text  # the arguments, indented JSON
+    assert "<dt>order id</dt><dd><b>42</b></dd>" in text  # the arguments, as fields
     called = {e["data"]["name"]: e["data"] for e in events if e["type"] == "tool.called"}
     for name in ("lookup_order", "transfer_call"):
         assert called[name]["outcome"] == "ok"

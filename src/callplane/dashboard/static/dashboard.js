@@ -22,3 +22,19 @@ document.addEventListener("submit", (event) => {
   const message = event.target.dataset && event.target.dataset.confirm;
   if (message && !window.confirm(message)) event.preventDefault();
 });
+
+// "Place a call": the branch list shows only the chosen agent's branches.
+document.querySelectorAll("select[data-branches-of]").forEach((branches) => {
+  const agent = document.getElementById(branches.dataset.branchesOf);
+  if (!agent) return;
+  const sync = () => {
+    branches.querySelectorAll("optgroup[data-agent]").forEach((group) => {
+      const mine = group.dataset.agent === agent.value;
+      group.hidden = !mine;
+      group.disabled = !mine;
+      if (!mine && group.contains(branches.selectedOptions[0])) branches.value = "";
+    });
+  };
+  agent.addEventListener("change", sync);
+  sync();
+});
