@@ -209,6 +209,16 @@ async def test_the_voices_page_and_a_viewer_s_read_only_studio(studio: Any) -> N
         assert (await sign_in(theirs, viewer.email, viewer.password)).status_code == 303
         seen = await theirs.get(f"/dashboard/agents/{agent_id}")
         voices = await theirs.get("/dashboard/voices")
+        others = [
+            (await theirs.get(path)).text
+            for path in (
+                "/dashboard/agents",
+                "/dashboard/calls",
+                f"/dashboard/agents/{agent_id}/tests",
+                "/dashboard/campaigns",
+                "/dashboard/webhooks",
+            )
+        ]
         refused = await theirs.post(
             f"/dashboard/agents/{agent_id}/commit", data={**_base(seen.text), "message": "x"}
         )
@@ -219,3 +229,9 @@ async def test_the_voices_page_and_a_viewer_s_read_only_studio(studio: Any) -> N
         assert f'action="/dashboard/agents/{agent_id}{write}' not in seen.text, write
     assert "Commit to main" not in seen.text and 'name="tools_action"' not in seen.text
     assert refused.status_code == 403
+    for other in others:  # nor on the other pages
+        assert (
+            'method="post"'
+            not in other.replace('action="/dashboard/sign-out"', "").split("</header>")[1]
+        )
+    assert "Place a call" not in others[1]
