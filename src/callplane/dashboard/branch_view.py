@@ -26,29 +26,26 @@ async def branch_rows(
     """Each branch with its head's message and its commits main does not have yet."""
     parents = await parents_map(session, org, agent_id)
     heads = [uuid.UUID(str(b["head"])) for b in branches]
-    messages = dict(
-        (
-            await session.execute(
-                select_owned(AgentCommit, org, AgentCommit.id, AgentCommit.message).where(
-                    AgentCommit.id.in_(heads)
-                )
-            )
-        ).all()
+    rows = await session.execute(
+        select_owned(AgentCommit, org, AgentCommit.id, AgentCommit.message).where(
+            AgentCommit.id.in_(heads)
+        )
     )
+    messages: dict[uuid.UUID, str] = {commit_id: message for commit_id, message in rows}
     main = next((b for b in branches if b["name"] == MAIN), None)
     in_main = ancestors(str(main["head"]), parents) if main else {}
-    rows = []
+    found = []
     for b in sorted(branches, key=lambda b: (b["name"] != MAIN, b["name"])):
         mine = ancestors(str(b["head"]), parents)
-        rows.append(
+        found.append(
             {
                 **b,
-                "message": messages.get(uuid.UUID(str(b["head"])), ""),
+                "message": messages.get(uuid.UUID(str(b["head"])), "").split("\n", 1)[0],
                 "ahead": len(mine.keys() - in_main.keys()),
                 "behind": len(in_main.keys() - mine.keys()),
             }
         )
-    return rows
+    return found
 
 
 def _shown(leaves: dict[str, Any], path: str) -> Any:

@@ -177,7 +177,7 @@ def cards_of(tools: Any) -> list[Card]:
 def cards_from_form(form: dict[str, str]) -> list[Card]:
     """The tools as typed, in their order; the indices renumbered from 0."""
     indices = sorted(int(m.group(1)) for k in form if (m := _INDEX.match(k)))
-    cards = []
+    cards: list[Card] = []
     for index in indices:
         kind = kind_named(form[f"tool.{index}.type"])
         if kind is None:
