@@ -61,7 +61,16 @@ async def agents_page(request: Request, session: SessionDep, person: CurrentPers
     agents, total = await service.list_agents(
         session, person.organization_id, page=1, page_size=100
     )
-    return render(request, "agents.html", section="agents", agents=agents, total=total, error=None)
+    voices = {str(v.id): v.name for v in await list_voices(session, person.organization_id)}
+    return render(
+        request,
+        "agents.html",
+        section="agents",
+        agents=agents,
+        total=total,
+        voices=voices,
+        error=None,
+    )
 
 
 @router.post("/agents")
@@ -90,6 +99,7 @@ async def create(request: Request, session: SessionDep, person: CurrentPerson) -
             section="agents",
             agents=agents,
             total=total,
+            voices={},
             error=exc.message,
         )
     return _go(request, f"/agents/{agent.uuid}", notice="Agent created.")
