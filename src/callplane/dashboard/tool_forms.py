@@ -45,6 +45,8 @@ class Field:
 class Kind:
     type: str
     fields: tuple[Field, ...]
+    #: what the agent is told the tool does when its description is left empty
+    summary: str = ""
 
 
 @dataclass
@@ -117,7 +119,7 @@ def kinds() -> tuple[Kind, ...]:
             for name, prop in schema.get("properties", {}).items()
             if name != "type"
         )
-        found.append(Kind(kind, fields))
+        found.append(Kind(kind, fields, str(getattr(tool, "default_description", "") or "")))
     return tuple(found)
 
 
