@@ -38,6 +38,20 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
 
 
+def _inline(value: Any) -> str:
+    """Tool arguments and such on one line as a person reads them (``order id: 42, slot: 2pm``);
+    anything deeper than one level as compact JSON."""
+    if isinstance(value, dict) and all(
+        v is None or isinstance(v, str | int | float | bool) for v in value.values()
+    ):
+        shown = {True: "yes", False: "no", None: "—"}
+        return ", ".join(
+            f"{k.replace('_', ' ')}: {shown[v] if v is None or isinstance(v, bool) else v}"
+            for k, v in value.items()
+        )
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _query(base: dict[str, Any], **changes: Any) -> str:
     merged = {k: v for k, v in {**base, **changes}.items() if v not in (None, "")}
     return "?" + urlencode(merged, doseq=True) if merged else ""
@@ -56,6 +70,7 @@ def build_environment() -> Environment:
     )
     env.filters["when"] = _when
     env.filters["pretty"] = _pretty
+    env.filters["inline"] = _inline
     env.filters["segment"] = lambda value: quote(str(value), safe="")
     env.globals["query"] = _query
     env.globals["nav"] = NAV
