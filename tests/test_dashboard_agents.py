@@ -65,7 +65,8 @@ async def test_edit_commit_diff_and_roll_back(demo):
     )
     assert rolled.status_code == 303
     after = html.unescape((await c.get(f"/dashboard/agents/{RILEY}")).text)
-    assert f"Roll back to {oldest}" in after and "Bright Smiles Dental" in after
+    assert f'Roll back to {oldest[:8]} ("Initial configuration")' in after
+    assert "Bright Smiles Dental" in after
 
 
 async def test_branches_merge_conflicts_and_a_test_call(demo):

@@ -311,11 +311,17 @@ async def rollback(
     branch = form.get("branch", MAIN)
     try:
         target = uuid.UUID(form.get("commit", ""))
+        agent = await service.get_agent(session, person.organization_id, agent_uuid)
+        found = await service.find_commit(session, person.organization_id, agent.id, target)
+        # Named as the history shows it: short id and message, not a bare UUID.
+        told = f' ("{found.message.splitlines()[0][:200]}")' if found and found.message else ""
         await service.create_commit(
             session,
             person.organization_id,
             agent_uuid,
-            CommitCreate(branch=branch, revert_to=target, message=f"Roll back to {target}"),
+            CommitCreate(
+                branch=branch, revert_to=target, message=f"Roll back to {str(target)[:8]}{told}"
+            ),
             author=_author(person),
         )
     except ValueError:
