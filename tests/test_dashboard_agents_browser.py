@@ -72,4 +72,3 @@ def test_edit_commit_diff_and_roll_back_an_agent(page: Page, tenant: Tenant) -> 
     expect(page.get_by_role("status")).to_have_text("Merged warmer into main.")
     expect(page.get_by_role("heading", name="Riley on branch main")).to_be_visible()
     expect(page.get_by_role("list").get_by_text("Merge branch warmer into main")).to_be_visible()
-    shot(page, "agent-merged")
