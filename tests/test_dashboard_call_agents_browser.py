@@ -108,6 +108,15 @@ def test_the_agent_page_has_a_test_chat_beside_the_editor(
     expect(chat).to_contain_text("Give the agent a brain")  # this server has none
     expect(page.get_by_text("The first configuration")).to_be_visible()
     shot(page, "agent-studio")
+    # The voice's play button plays the voice chosen, before it is committed.
+    voice = tenant.api.post("/voices", json={"name": "Vera", "engine": "espeak-ng:en-us"})
+    assert voice.status_code == 201, voice.text
+    page.reload()
+    player = page.get_by_label("A preview of the agent's voice")
+    expect(player).to_be_hidden()
+    page.get_by_label("Voice (all voices)").select_option(label="Vera")
+    expect(player).to_be_visible()
+    expect(player).to_have_attribute("src", f"/dashboard/voices/{voice.json()['id']}/preview")
 
 
 def test_a_tool_is_built_with_a_form_and_committed(page: Page, tenant: shared.Tenant) -> None:

@@ -38,3 +38,19 @@ document.querySelectorAll("select[data-branches-of]").forEach((branches) => {
   agent.addEventListener("change", sync);
   sync();
 });
+
+// The agent editor: the voice player plays the voice chosen in the list, committed or not.
+document.querySelectorAll("audio[data-preview-of]").forEach((player) => {
+  const choice = document.getElementById(player.dataset.previewOf);
+  if (!choice) return;
+  choice.addEventListener("change", () => {
+    const row = player.closest("p") || player;
+    if (choice.value) {
+      player.src = player.dataset.previewBase + encodeURIComponent(choice.value) + "/preview";
+      row.hidden = false;
+    } else {
+      player.removeAttribute("src");
+      row.hidden = true;
+    }
+  });
+});
