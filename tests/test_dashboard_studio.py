@@ -203,12 +203,31 @@ async def test_the_voices_page_and_a_viewer_s_read_only_studio(studio: Any) -> N
     assert f'<a href="/dashboard/agents/{agent_id}">Riley</a>' in page.text
     spoken = await browser.get(f"/dashboard/voices/{voice_id}/preview?text=Good+morning")
     assert spoken.status_code == 200 and spoken.content[:4] == b"RIFF"
+    # Added and deleted through the API's model and service; a voice in use is not deleted.
+    form = {"csrf_token": _base(page.text)["csrf_token"], "name": "Bo", "languages": "en-GB, fr"}
+    unknown = await browser.post("/dashboard/voices", data={**form, "engine": "espeak-ng:xx-nope"})
+    assert unknown.status_code == 422 and "engine: " in html.unescape(unknown.text)
+    assert 'value="Bo"' in unknown.text  # the form keeps what was typed
+    added = await browser.post("/dashboard/voices", data={**form, "engine": "espeak-ng:en-gb"})
+    assert added.status_code == 303
+    async with client_for(app) as api:
+        listed = (await api.get("/v1/voices", headers=org.headers)).json()
+    bo = next(v for v in listed if v["name"] == "Bo")
+    assert bo["languages"] == ["en-GB", "fr"] and bo["engine"] == "espeak-ng:en-gb"
+    held = await browser.post(f"/dashboard/voices/{voice_id}/delete", data=form)
+    assert held.status_code == 409 and "Aria: Voice is used by" in html.unescape(held.text)
+    gone = await browser.post(f"/dashboard/voices/{bo['id']}/delete", data=form)
+    assert gone.status_code == 303
+    assert "<strong>Bo</strong>" not in (await browser.get("/dashboard/voices")).text
 
     viewer = await make_person(app, org, role="viewer")
     async with browser_client(app, "127.0.0.3") as theirs:
         assert (await sign_in(theirs, viewer.email, viewer.password)).status_code == 303
         seen = await theirs.get(f"/dashboard/agents/{agent_id}")
         voices = await theirs.get("/dashboard/voices")
+        may_not = await theirs.post(
+            "/dashboard/voices", data={**_base(voices.text), "name": "X", "engine": "espeak-ng:en"}
+        )
         others = [
             (await theirs.get(path)).text
             for path in (
@@ -222,7 +241,8 @@ async def test_the_voices_page_and_a_viewer_s_read_only_studio(studio: Any) -> N
         refused = await theirs.post(
             f"/dashboard/agents/{agent_id}/commit", data={**_base(seen.text), "message": "x"}
         )
-    assert seen.status_code == 200 and voices.status_code == 200
+    assert seen.status_code == 200 and voices.status_code == 200 and may_not.status_code == 403
+    assert "Add a voice" not in voices.text and "/delete" not in voices.text
     assert "Read only: your role (viewer)" in seen.text
     assert '<fieldset class="plain" disabled>' in seen.text
     for write in ('/commit"', '/merge"', '/branches"', '/test-call"', '/rollback"', '/chat"'):
