@@ -117,6 +117,16 @@ def test_the_agent_page_has_a_test_chat_beside_the_editor(
     page.get_by_label("Voice (all voices)").select_option(label="Vera")
     expect(player).to_be_visible()
     expect(player).to_have_attribute("src", f"/dashboard/voices/{voice.json()['id']}/preview")
+    # The Voices page, from the editor: each voice's player really plays (Chromium decodes it).
+    page.get_by_role("link", name="(all voices)").click()
+    expect(page.get_by_role("heading", name="Voices")).to_be_visible()
+    vera = page.get_by_label("Play Vera")
+    seconds = vera.evaluate(
+        "a => new Promise((ok, fail) => { a.onloadedmetadata = () => ok(a.duration);"
+        " a.onerror = () => fail(String(a.error && a.error.code)); a.load(); })"
+    )
+    assert seconds > 0.5, seconds
+    shot(page, "voices")
 
 
 def test_a_tool_is_built_with_a_form_and_committed(page: Page, tenant: shared.Tenant) -> None:
