@@ -24,14 +24,14 @@ from callplane.dashboard.branch_view import branch_rows, conflict_rows
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
-from callplane.dashboard.tool_forms import (
+from callplane.dashboard.tool_editor import (
     Editor,
     edit,
     editor_of_config,
     editor_of_form,
-    kinds,
     tools_in,
 )
+from callplane.dashboard.tool_forms import kinds
 from callplane.errors import Conflict, InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.tenancy import select_owned
