@@ -214,5 +214,14 @@ async def test_another_organization_s_agent_is_not_checked(
         committed = await theirs.post(
             f"/dashboard/agents/{agent_id}/commit", data=_form(own, "[]", "Hijack")
         )
+        edited = [
+            await theirs.post(
+                f"/dashboard/agents/{agent_id}/tools",
+                data={**_form(own, "[]"), "tools_action": "forms"},
+                headers=headers,
+            )
+            for headers in ({}, {"HX-Request": "true"})
+        ]
     assert checked.status_code == 404 and committed.status_code == 404
+    assert [e.status_code for e in edited] == [404, 404]
     assert "Hijack" not in await _history(browser, agent_id)
