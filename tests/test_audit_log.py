@@ -1,17 +1,23 @@
 """The audit log (docs/privacy.md): every change through the API is an event in the same
-transaction, hash-chained; GET /audit_log filters it; ``callplane audit verify`` finds a
-changed or deleted event."""
+transaction, sealed into its organization's hash chain just after; GET /audit_log filters it;
+``callplane audit verify`` finds a changed or deleted event."""
 
 from __future__ import annotations
 
 import asyncio
 
 import httpx
+import pytest
 import sqlalchemy as sa
 
+from callplane.audit.chain import Event, append
+from callplane.audit.seal import seal
+from callplane.audit.verify import verify
 from callplane.kit.tenancy import delete_owned, select_owned, update_owned
+from callplane.models.base import utcnow
 from callplane.models.audit import AuditEvent, AuditHead
 from tests.api_keys_support import scoped_key
+from tests.conftest import BACKEND
 from tests.factories import make_org, runtime_of
 from tests.test_cli import callplane, ok_json
 
@@ -115,12 +121,23 @@ async def test_the_fast_path_patch_is_audited_in_its_own_transaction(app, client
     assert {e["resource_id"] for e in log["events"]} == {f"orders/{record_id}"}
 
 
-async def test_concurrent_changes_never_fork_the_chain(app, client):
-    """Writers through the session (agents) and through transactions of their own (the
-    custom-data fast path's PATCH) append to one chain at once: every number once, and the
-    chain verifies."""
-    from callplane.audit.verify import verify
+async def _chain(app, organization_id: int) -> tuple[list[int | None], int | None, int]:
+    """The organization's event numbers in id order, and what verify says (first break, count)."""
+    async with runtime_of(app).db.session(write=False) as session:
+        seqs = (
+            await session.scalars(
+                select_owned(AuditEvent, organization_id, AuditEvent.seq).order_by(AuditEvent.id)
+            )
+        ).all()
+        checked = await verify(session, organization_id)
+    broken = checked.first_break
+    return list(seqs), None if broken is None else broken.seq, checked.events
 
+
+async def test_concurrent_changes_then_one_seal_give_one_chain(app, client):
+    """Writers through the session (agents) and through transactions of their own (the
+    custom-data fast path's PATCH) write at once, unsealed; one seal numbers them all once, in
+    one chain that verifies."""
     org = await make_org(app)
     table = {"name": "tallies", "columns": [{"name": "n", "type": "INTEGER"}]}
     assert (
@@ -141,25 +158,109 @@ async def test_concurrent_changes_never_fork_the_chain(app, client):
         ),
     )
     assert [a.status_code for a in answers] == [201] * 8 + [200] * 16
-    async with runtime_of(app).db.session(write=False) as session:
-        seqs = (await session.scalars(select_owned(AuditEvent, org.id, AuditEvent.seq))).all()
-        checked = await verify(session, org.id)
-    # The table, its rows, 8 agents and 16 patches.
-    assert sorted(seqs) == list(range(1, 27))
-    assert checked.first_break is None and checked.events == 26
+    # The table, its rows, 8 agents and 16 patches: written, none sealed yet.
+    seqs, _, _ = await _chain(app, org.id)
+    assert seqs == [None] * 26
+    assert await seal(runtime_of(app).db, org.id) == 26
+    seqs, broken, checked = await _chain(app, org.id)
+    assert seqs == list(range(1, 27))
+    assert broken is None and checked == 26
+    assert await seal(runtime_of(app).db) == 0  # nothing left: sealing again seals nothing
 
 
-async def _changes(app, client, count: int = 4):
+async def test_concurrent_seals_and_writers_never_fork_the_chain(app, client):
+    """Sealers side by side (as several workers are), while writers keep writing: every event
+    is sealed once, numbered 1..N in one chain, whichever sealer got it."""
+    db = runtime_of(app).db
+    org = await make_org(app)
+    for i in range(6):
+        await client.post("/v1/agents", headers=org.headers, json={**AGENT, "name": f"S{i}"})
+    answers = await asyncio.gather(
+        seal(db),
+        seal(db, org.id),
+        *(
+            client.post("/v1/agents", headers=org.headers, json={**AGENT, "name": f"W{i}"})
+            for i in range(6)
+        ),
+        seal(db, org.id),
+    )
+    assert [a.status_code for a in answers[2:8]] == [201] * 6
+    sealed_by_them = answers[0] + answers[1] + answers[8]
+    sealed_after = await asyncio.gather(seal(db), seal(db, org.id))
+    assert sealed_by_them + sum(sealed_after) == 12
+    seqs, broken, checked = await _chain(app, org.id)
+    assert sorted(seqs) == list(range(1, 13))  # type: ignore[type-var]
+    assert broken is None and checked == 12
+    async with db.session(write=False) as session:
+        head = await session.scalar(select_owned(AuditHead, org.id))
+    assert head is not None and head.seq == 12
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="SQLite has one writer at a time")
+async def test_an_event_committed_late_is_sealed_later_with_a_later_number(app):
+    """On PostgreSQL ids are handed out at insert, not at commit: a lower id committed after a
+    higher one was sealed gets the next number, and the chain still verifies."""
+    db = runtime_of(app).db
+    org = await make_org(app)
+
+    def event(action: str) -> Event:
+        return Event(org.id, utcnow(), "system", action, "test")
+
+    async with db.session(write=True) as slow:
+        await append(slow, event("late"))  # the lower id, not committed yet
+        async with db.session(write=True) as quick:
+            await append(quick, event("early"))
+            await quick.commit()
+        assert await seal(db, org.id) == 1
+        await slow.commit()
+    assert await seal(db, org.id) == 1
+    async with db.session(write=False) as session:
+        chain = (
+            await session.execute(
+                select_owned(AuditEvent, org.id, AuditEvent.action, AuditEvent.seq).order_by(
+                    AuditEvent.id
+                )
+            )
+        ).all()
+    assert [tuple(row) for row in chain] == [("late", 2), ("early", 1)]
+    _, broken, checked = await _chain(app, org.id)
+    assert broken is None and checked == 2
+
+
+async def test_the_log_shows_events_just_written_sealed(app, client):
+    org = await make_org(app)
+    for i in range(3):
+        await client.post("/v1/agents", headers=org.headers, json={**AGENT, "name": f"J{i}"})
+    events = (await client.get(LOG, headers=org.headers)).json()["events"]
+    assert [e["id"] for e in events] == [3, 2, 1]
+    assert all(e["hash"] is not None and len(e["hash"]) == 64 for e in events)
+
+
+async def _changes(app, client, count: int = 4, sealed: bool = True):
     org = await make_org(app)
     for i in range(count):
         await client.post("/v1/agents", headers=org.headers, json={**AGENT, "name": f"V{i}"})
+    if sealed:
+        assert await seal(runtime_of(app).db, org.id) == count
     return org
 
 
-async def test_verify_accepts_an_intact_chain(app, client, database_url):
-    await _changes(app, client)
+async def test_verify_seals_what_was_written_since(app, client, database_url):
+    await _changes(app, client, sealed=False)
     result = ok_json(callplane(database_url, "audit", "verify", "--json"))
     assert result == {"ok": True, "organizations": 1, "events": 4, "first_break": None}
+
+
+async def test_an_event_deleted_before_it_is_sealed_goes_unseen(app, client, database_url):
+    """What sealing after the commit gives up (docs/privacy.md): an event removed before it
+    has a hash leaves no gap to find."""
+    org = await _changes(app, client, sealed=False)
+    async with runtime_of(app).db.session(write=True) as session:
+        first = await session.scalar(select_owned(AuditEvent, org.id, sa.func.min(AuditEvent.id)))
+        await session.execute(delete_owned(AuditEvent, org.id).where(AuditEvent.id == first))
+        await session.commit()
+    result = ok_json(callplane(database_url, "audit", "verify", "--json"))
+    assert result == {"ok": True, "organizations": 1, "events": 3, "first_break": None}
 
 
 async def test_verify_names_a_tampered_event(app, client, database_url):

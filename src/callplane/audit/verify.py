@@ -1,6 +1,8 @@
 """Recomputing the audit log's hash chains (``callplane audit verify``).
 
-Each organization's events are read in ``seq`` order, a page at a time, and each hash is
+What was written since the last seal is sealed first, in the same transaction (``seal_all``),
+so every event the check reads has its number and hash. Each organization's events are read in
+``seq`` order, a page at a time, and each hash is
 recomputed from the one before: the first event whose number skips (one was deleted), or whose
 hash does not match (it, or one before it, was changed), is named. The chain's head must end
 where the events do, so an event deleted from the end is found too.
@@ -14,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.audit.chain import GENESIS, Event, chain_hash
+from callplane.audit.seal import BATCH, seal_batch, unsealed_organizations
 from callplane.kit.tenancy import across_organizations, select_owned
 from callplane.models.audit import AuditEvent, AuditHead
 
@@ -62,7 +65,7 @@ async def _verify_organization(session: AsyncSession, head: AuditHead) -> tuple[
                 ip=row.ip,
                 request_id=row.request_id,
             )
-            if chain_hash(previous, event, row.seq) != row.hash:
+            if row.hash is None or chain_hash(previous, event, row.seq) != row.hash:
                 return checked, Break(org, row.seq, "does not fit: its hash does not match")
             previous, expected, checked = row.hash, expected + 1, checked + 1
         if len(rows) < _PAGE:
@@ -70,6 +73,20 @@ async def _verify_organization(session: AsyncSession, head: AuditHead) -> tuple[
     if head.seq != expected - 1 or head.hash != previous:
         return checked, Break(org, expected, f"is missing (the chain ends at {head.seq})")
     return checked, None
+
+
+async def seal_all(session: AsyncSession, organization_id: int | None = None) -> int:
+    """Seal every unsealed event (of one organization, or of all) in ``session``'s write
+    transaction; how many."""
+    organizations = (
+        [organization_id] if organization_id is not None else await unsealed_organizations(session)
+    )
+    total = 0
+    for org in organizations:
+        while (count := await seal_batch(session, org)) == BATCH:
+            total += count
+        total += count
+    return total
 
 
 async def verify(session: AsyncSession, organization_id: int | None = None) -> Verified:

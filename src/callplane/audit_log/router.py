@@ -11,7 +11,8 @@ from fastapi import Query
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from callplane.http.deps import CurrentTenant, SessionDep
+from callplane.audit.seal import has_unsealed, seal
+from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router
@@ -65,6 +66,7 @@ def event_wire(event: AuditEvent) -> dict[str, Any]:
 @router.get("/audit_log", response_model=EventList, summary="Read the audit log, newest first")
 async def list_audit_events(
     session: SessionDep,
+    runtime: RuntimeDep,
     tenant: CurrentTenant,
     actor: Annotated[
         str | None, _filter("Only events of this actor (`api_key:<id>`, `user:<email>`, `system`)")
@@ -81,7 +83,12 @@ async def list_audit_events(
     """Who changed or read what, when and from where: every change through the API or the
     dashboard, every recording or contact-data read, every sign-in and every retention deletion.
     Each event's `hash` chains it to the one before (`callplane audit verify` checks the chain).
-    Each filter is served by an index."""
+    Each filter is served by an index. Events written since the last seal are sealed first."""
+    if await has_unsealed(session, tenant.organization_id):
+        # The request's transaction ends first: its connection goes back to the pool for the
+        # sealing transaction, and on SQLite the next read sees what sealing committed.
+        await session.commit()
+        await seal(runtime.db, tenant.organization_id)
     query = select_owned(AuditEvent, tenant.organization_id)
     for column, value in (
         (AuditEvent.actor, actor),

@@ -17,12 +17,14 @@ def audit_verify(
     org: Annotated[int | None, typer.Option("--org", help="Only this organization")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
-    """Recompute every event's hash from the one before; name the first event that does not
-    fit (changed, deleted or inserted) and exit 1, or say how many events check out."""
-    from callplane.audit.verify import verify
+    """Seal what was written since the last seal, then recompute every event's hash from the
+    one before; name the first event that does not fit (changed, deleted or inserted) and
+    exit 1, or say how many events check out."""
+    from callplane.audit.verify import seal_all, verify
     from callplane.cli.common import in_transaction, print_json
 
     async def work(session: AsyncSession, _settings: Settings) -> dict[str, Any]:
+        await seal_all(session, org)
         result = await verify(session, org)
         broken = result.first_break
         return {

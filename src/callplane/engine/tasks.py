@@ -7,6 +7,7 @@ on the worker's calls (``Switchboard``), so they are built for it.
 from __future__ import annotations
 
 from callplane.agent_tests.task import agent_runs_task
+from callplane.audit_log.task import AUDIT_SEAL
 from callplane.engine import calls, dialer, leases, retention
 from callplane.engine.agent_audio import play_audio
 from callplane.engine.switchboard import Switchboard
@@ -23,5 +24,6 @@ def worker_tasks(board: Switchboard) -> list[WorkerTask]:
         delivery.DELIVERY,
         transcription.TRANSCRIPTION,
         retention.RETENTION,
+        AUDIT_SEAL,
         agent_runs_task(play_audio),
     ]

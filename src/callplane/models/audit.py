@@ -1,26 +1,39 @@
 """The audit log: one hash chain of events per organization (``callplane.audit``).
 
-``seq`` numbers an organization's events 1, 2, 3… with no gap, and each ``hash`` covers the one
-before it, so a changed, removed or inserted event shows when the chain is recomputed. The
-chain's head (its last number and hash) is kept in a row of its own, which every append reads
-and writes in the transaction of the change it records: concurrent appends of one organization
-queue on that row (PostgreSQL) or on the write lock (SQLite) rather than fork the chain, and an
-event removed from the end is still found.
+An event is inserted in the transaction of the change it records, unsealed: without its chain
+number (``seq``) and ``hash``. Sealing (``audit.seal``), in short transactions of its own just
+after, numbers an organization's unsealed events 1, 2, 3… with no gap, in ``id`` order, and
+hashes each over the one before, so a changed, removed or inserted sealed event shows when the
+chain is recomputed. The chain's head (its last number and hash) is a row of its own that only
+sealing reads and writes, under its row lock (PostgreSQL) or the write lock (SQLite): sealers
+queue rather than fork the chain, writers never wait on it, and an event removed from the end
+is still found.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
+import sqlalchemy as sa
 from sqlalchemy import ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from callplane.models.base import Base
 
+_UNSEALED = sa.text("seq IS NULL")
+
 
 class AuditEvent(Base):
     __tablename__ = "audit_events"
     __table_args__ = (
+        Index("ix_audit_events_organization_id_seq", "organization_id", "seq", unique=True),
+        Index(
+            "ix_audit_events_unsealed",
+            "organization_id",
+            "id",
+            sqlite_where=_UNSEALED,
+            postgresql_where=_UNSEALED,
+        ),
         Index("ix_audit_events_organization_id_at", "organization_id", "at"),
         Index("ix_audit_events_organization_id_actor_seq", "organization_id", "actor", "seq"),
         Index("ix_audit_events_organization_id_action_seq", "organization_id", "action", "seq"),
@@ -32,10 +45,12 @@ class AuditEvent(Base):
         ),
     )
 
-    organization_id: Mapped[int] = mapped_column(
-        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
-    )
-    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    #: The order events are sealed in (on PostgreSQL not the order they commit in: an event
+    #: committed late is sealed in a later batch).
+    id: Mapped[int] = mapped_column(primary_key=True)
+    organization_id: Mapped[int] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    #: The event's number in its organization's chain, once sealed.
+    seq: Mapped[int | None] = mapped_column(Integer)
     at: Mapped[datetime]
     actor: Mapped[str] = mapped_column(String(300))
     action: Mapped[str] = mapped_column(String(100))
@@ -43,7 +58,7 @@ class AuditEvent(Base):
     resource_id: Mapped[str | None] = mapped_column(String(300))
     ip: Mapped[str | None] = mapped_column(String(64))
     request_id: Mapped[str | None] = mapped_column(String(64))
-    hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str | None] = mapped_column(String(64))
 
 
 class AuditHead(Base):
