@@ -7,10 +7,13 @@
 Two servers run side by side, the same code and the same data (the custom-data bench's 100,000
 customers, ``bench/custom_data.py``), each on a database of its own: one as served, one whose
 requests never open an audit event (``without_audit``: the pipeline's ``open_event`` does
-nothing, so nothing is appended). wrk (the shared harness' script, ``-t2 -c32``) PATCHes
-``{"score": N}`` on random ids of one server, then of the other, alternating which goes first
-each round, so a machine whose load moves (a shared VM) moves both alike; each round's ratio
-(req/s with the log / without) is printed beside the 1-minute load average, then the median and
+nothing, so nothing is appended). Beside the server with the log runs what a worker's
+AUDIT_SEAL task does (``--seal-loop``: seal what was written, every second), on the same
+machine, so the cost of sealing is in the ratio. wrk (the shared harness' script,
+``-t2 -c32``) PATCHes ``{"score": N}`` on random ids of one server, then of the other,
+alternating which goes first each round, so a machine whose load moves (a shared VM) moves both
+alike; each round's ratio (req/s with the log / without) is printed beside the 1-minute load
+average, then the median and
 the pooled ratio. Results are appended to ``bench/results/audit_cost.jsonl`` (git-ignored).
 
 ``--cpu``: no server and no wrk: the whole ASGI app called in process, PATCH after PATCH on a
@@ -64,6 +67,21 @@ def with_audit() -> FastAPI:
     from callplane.app import create_app_from_env
 
     return create_app_from_env()
+
+
+def seal_loop() -> None:
+    """What a worker's AUDIT_SEAL task does, alone: seal every ``INTERVAL_SECONDS``."""
+    from callplane.audit.seal import INTERVAL_SECONDS, seal
+    from callplane.kit.db import Database
+    from callplane.settings import Settings
+
+    async def run() -> None:
+        db = Database(Settings().database_url, pool_size=1)
+        while True:
+            await seal(db)
+            await asyncio.sleep(INTERVAL_SECONDS)
+
+    asyncio.run(run())
 
 
 def without_audit() -> FastAPI:
@@ -120,6 +138,10 @@ class Server:
         cmd += ["--http", "callplane.server:JsonHttpToolsProtocol", "--no-access-log"]
         cmd += ["--log-level", "warning"]
         self.process = cd.start(cmd, self.env, self.work / "serve.log")
+        self.sealer = None
+        if name == "on":
+            sealer = [sys.executable, str(Path(__file__).resolve()), "--seal-loop"]
+            self.sealer = cd.start(sealer, self.env, self.work / "seal.log")
         cd.wait_ready(f"{self.base}/v1/openapi.json")
         table = cd.request("POST", f"{self.base}/v1/data/tables", self.key, cd.CUSTOMERS)["table"]
         assert isinstance(table, dict)
@@ -132,6 +154,8 @@ class Server:
 
     def close(self, keep: bool) -> None:
         cd.stop(self.process)
+        if self.sealer is not None:
+            cd.stop(self.sealer)
         if self.postgres:
             cd.drop_pg_database(self.pg_name)
         if keep:
@@ -182,8 +206,10 @@ def wrk(server: Server, args: argparse.Namespace, duration: int) -> dict[str, An
     raise RuntimeError(f"wrk gave no result:\n{out}")
 
 
-def audit_events(server: Server) -> int:
+def audit_events(server: Server, sealed: bool = False) -> int:
     sql = "SELECT count(*) FROM audit_events"
+    if sealed:
+        sql += " WHERE seq IS NOT NULL"
     if server.postgres:
         import asyncpg
 
@@ -230,7 +256,9 @@ def side_by_side(args: argparse.Namespace) -> None:
             )
         # The log was written: every PATCH with it left an event, none without it.
         events = {name: audit_events(server) for name, server in servers.items()}
-        cd.log(f"audit events: with {events['on']}, without {events['off']}")
+        time.sleep(3)  # the sealer's next turn
+        sealed = audit_events(servers["on"], sealed=True)
+        cd.log(f"audit events: with {events['on']} ({sealed} sealed), without {events['off']}")
     finally:
         for server in servers.values():
             server.close(args.keep)
@@ -360,7 +388,11 @@ def main() -> None:
     )
     parser.add_argument("--cpu", action="store_true", help="CPU per PATCH in process instead")
     parser.add_argument("--requests", type=int, default=500, help="--cpu: PATCHes per round")
+    parser.add_argument("--seal-loop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.seal_loop:
+        seal_loop()
+        return
     if args.cpu:
         asyncio.run(cpu(args.requests, args.rounds))
         return
