@@ -10,6 +10,7 @@ Revises: 0024
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -26,7 +27,7 @@ _FILTERS = ("actor", "action", "resource_id")
 _UNSEALED = sa.text("seq IS NULL")
 
 
-def _columns(sealed: bool) -> list[sa.Column[object]]:
+def _columns(sealed: bool) -> list[sa.Column[Any]]:
     return [
         sa.Column("organization_id", sa.Integer(), nullable=False),
         sa.Column("seq", sa.Integer(), autoincrement=False, nullable=not sealed),
@@ -66,7 +67,7 @@ def _create_indexes() -> None:
         )
 
 
-def _rebuild(columns: list[sa.Column[object]], key: sa.PrimaryKeyConstraint) -> None:
+def _rebuild(columns: list[sa.Column[Any]], key: sa.PrimaryKeyConstraint) -> None:
     """SQLite: a new table of the new shape, the events copied in chain order."""
     _drop_indexes()
     op.create_table("audit_events_new", *columns, _foreign_key(), key)
