@@ -14,8 +14,8 @@ from callplane.audit.chain import Event, append
 from callplane.audit.seal import seal
 from callplane.audit.verify import verify
 from callplane.kit.tenancy import delete_owned, select_owned, update_owned
-from callplane.models.base import utcnow
 from callplane.models.audit import AuditEvent, AuditHead
+from callplane.models.base import utcnow
 from tests.api_keys_support import scoped_key
 from tests.conftest import BACKEND
 from tests.factories import make_org, runtime_of
@@ -189,7 +189,7 @@ async def test_concurrent_seals_and_writers_never_fork_the_chain(app, client):
     sealed_after = await asyncio.gather(seal(db), seal(db, org.id))
     assert sealed_by_them + sum(sealed_after) == 12
     seqs, broken, checked = await _chain(app, org.id)
-    assert sorted(seqs) == list(range(1, 13))  # type: ignore[type-var]
+    assert sorted(seqs) == list(range(1, 13))
     assert broken is None and checked == 12
     async with db.session(write=False) as session:
         head = await session.scalar(select_owned(AuditHead, org.id))
