@@ -5,6 +5,7 @@ form that writes."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from typing import Any
 
@@ -255,3 +256,36 @@ async def test_the_voices_page_and_a_viewer_s_read_only_studio(studio: Any) -> N
             not in other.replace('action="/dashboard/sign-out"', "").split("</header>")[1]
         )
     assert "Place a call" not in others[1]
+
+
+async def test_stored_tools_round_trip_through_the_forms_unchanged(studio: Any) -> None:
+    """Explicit defaults (a ``false``, a default choice, a default number) stay as stored when
+    the forms are saved untouched: nothing to commit, not a diff removing them."""
+    app, org, browser, agent_id = studio
+    explicit = [
+        {"type": "contact_data", "name": "contact_data", "writable": False},
+        {**LOOKUP, "timeout_seconds": 10, "parameters": {"type": "object"}},
+        {**TRANSFER, "destinations": [{"name": "desk", "number": "+14155550199", "mode": "cold"}]},
+    ]
+    async with client_for(app) as api:
+        made = await api.post(
+            f"/v1/agents/{agent_id}/commits",
+            headers=org.headers,
+            json={"config": {"prompt": "Be kind.", "tools": explicit}, "message": "Explicit"},
+        )
+        assert made.status_code == 201, made.text
+    url = f"/dashboard/agents/{agent_id}"
+    page = (await browser.get(url)).text
+    form = {**_base(page), **_editor_fields(page)}
+    as_json = await browser.post(
+        f"{url}/tools", data={**form, "tools_action": "json"}, headers={"HX-Request": "true"}
+    )
+    tools_json = re.search(r'name="tools"[^>]*>([^<]*)</textarea>', as_json.text)
+    assert tools_json is not None and json.loads(html.unescape(tools_json.group(1))) == explicit
+    saved = await browser.post(f"{url}/commit", data={**form, "message": "Untouched"})
+    assert saved.status_code == 303, saved.text[:500]
+    assert "Nothing%20changed" in saved.headers["location"]
+    async with client_for(app) as api:
+        commits = (await api.get(f"/v1/agents/{agent_id}/commits", headers=org.headers)).json()
+        head = (await api.get(f"/v1/agents/{agent_id}", headers=org.headers)).json()["agent"]
+    assert commits["total_count"] == 2 and head["config"]["tools"] == explicit

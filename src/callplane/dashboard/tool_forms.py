@@ -10,6 +10,11 @@ one types and on commit.
 In the page a tool is a group of fields named ``tool.<n>.<field>`` (a row's
 ``tool.<n>.<field>.<row>.<column>``), ``n`` its place in the list, so the paths the API names
 in its errors (``config/tools/<n>/url``) are the ones the person reads beside each tool.
+
+A form cannot tell an explicit default (``"writable": false``) from no key, nor ``10`` from
+``10.0``, so a tool that came from a config carries its stored JSON along (``tool.<n>.stored``):
+a field left as it was shown keeps its stored value, or its absence, and saving untouched forms
+changes nothing.
 """
 
 from __future__ import annotations
@@ -57,6 +62,12 @@ class Card:
     index: int
     kind: Kind
     values: dict[str, Any] = field(default_factory=dict)
+    #: the tool as stored, when it came from a config; ``None`` for a new one
+    stored: dict[str, Any] | None = None
+
+    @property
+    def stored_json(self) -> str:
+        return "" if self.stored is None else json.dumps(self.stored, ensure_ascii=False)
 
     @property
     def label(self) -> str:
@@ -144,6 +155,13 @@ def _shown(f: Field, value: Any) -> Any:
     return str(value)
 
 
+def _displayed(f: Field, tool: dict[str, Any]) -> Any:
+    """A stored tool's field as its form shows it (a yes/no left out shows its default)."""
+    if f.name not in tool and f.kind == "boolean":
+        return _shown(f, f.default)
+    return _shown(f, tool.get(f.name))
+
+
 def cards_of(tools: Any) -> list[Card]:
     """The tools of a config as forms; InvalidInput when one cannot be shown as its kind's form
     without losing something (then it stays JSON)."""
@@ -169,7 +187,8 @@ def cards_of(tools: Any) -> list[Card]:
                     raise InvalidInput(
                         f"{where}/{f.name}: not rows of known keys; fix it in the JSON"
                     )
-        cards.append(Card(index, kind, {f.name: _shown(f, tool.get(f.name)) for f in kind.fields}))
+        values = {f.name: _displayed(f, tool) for f in kind.fields}
+        cards.append(Card(index, kind, values, stored=tool))
     return cards
 
 
@@ -191,8 +210,16 @@ def cards_from_form(form: dict[str, str]) -> list[Card]:
                 values[f.name] = _rows_from_form(form, key, f)
             else:
                 values[f.name] = form.get(key, "")
-        cards.append(Card(len(cards), kind, values))
+        cards.append(Card(len(cards), kind, values, _stored(form.get(f"tool.{index}.stored"))))
     return cards
+
+
+def _stored(text: str | None) -> dict[str, Any] | None:
+    try:
+        stored = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return None
+    return stored if isinstance(stored, dict) else None
 
 
 def _rows_from_form(form: dict[str, str], key: str, f: Field) -> list[dict[str, str]]:
@@ -239,12 +266,22 @@ def tools_of(cards: list[Card]) -> list[dict[str, Any]]:
     tools, problems = [], []
     for card in cards:
         tool: dict[str, Any] = {"type": card.kind.type}
+        stored = card.stored or {}
         for f in card.kind.fields:
             where = f"Tools: tools/{card.index}/{f.name}"
+            typed_value = card.values.get(f.name, [] if f.kind == "rows" else "")
+            if card.stored is not None and typed_value == _displayed(f, stored):
+                if f.name in stored:
+                    tool[f.name] = stored[f.name]
+                continue
             try:
                 if f.kind == "rows":
                     rows = []
                     for n, typed in enumerate(card.values.get(f.name) or []):
+                        same = _stored_row(f, stored.get(f.name), typed)
+                        if same is not None:
+                            rows.append(same)
+                            continue
                         row = {}
                         for c in f.columns:
                             cell = _value(c, typed.get(c.name, ""), f"{where}/{n}/{c.name}")
@@ -265,6 +302,14 @@ def tools_of(cards: list[Card]) -> list[dict[str, Any]]:
         refused.errors = problems
         raise refused
     return tools
+
+
+def _stored_row(f: Field, stored: Any, typed: dict[str, str]) -> dict[str, Any] | None:
+    """The stored row a typed row shows unchanged, if any."""
+    for row in stored if isinstance(stored, list) else []:
+        if isinstance(row, dict) and _shown(f, [row])[0] == typed:
+            return row
+    return None
 
 
 def blank(kind: Kind, index: int) -> Card:
