@@ -94,6 +94,18 @@ async def test_existing_tools_are_edited_with_forms_and_as_json(studio: Any) -> 
     form["tool.1.destinations.1.number"] = "+14155550100"
     checked = await browser.post(f"{url}/check", data=form, headers={"HX-Request": "true"})
     assert "The config is valid." in checked.text
+    # Each field's slot is emptied in place, as it is filled when the check finds a problem.
+    assert '<p class="field-error" id="tool-0-url-error" hx-swap-oob="true"></p>' in checked.text
+    no_url = await browser.post(
+        f"{url}/check",
+        data={**form, "tool.0.url": "", "tool.1.destinations.2.name": "nobody"},
+        headers={"HX-Request": "true"},
+    )
+    beside = html.unescape(no_url.text)
+    assert "config/tools/0/url: is required" in beside  # listed by path, and beside its field:
+    assert 'id="tool-0-url-error" hx-swap-oob="true">is required</p>' in beside
+    assert 'id="tool-1-destinations-error" hx-swap-oob="true">row 3: needs exactly one' in beside
+    assert 'id="tool-0-timeout_seconds-error" hx-swap-oob="true"></p>' in beside
     # One click to the JSON (htmx swaps only the tools' part), the edits carried over.
     as_json = await browser.post(
         f"{url}/tools", data={**form, "tools_action": "json"}, headers={"HX-Request": "true"}
@@ -126,6 +138,12 @@ async def test_existing_tools_are_edited_with_forms_and_as_json(studio: Any) -> 
     )
     assert bad.status_code == 422
     assert "Tools: tools/0/timeout_seconds: must be a number" in html.unescape(bad.text)
+    assert '<p class="field-error" id="tool-0-timeout_seconds-error">must be a number</p>' in (
+        bad.text
+    )
+    assert re.search(
+        r'name="tool\.0\.timeout_seconds" value="soon"[^>]*aria-invalid="true"', bad.text
+    )
     assert 'value="soon"' in bad.text  # the typing is kept
 
     committed = await browser.post(f"{url}/commit", data={**form, "message": "Sales too"})

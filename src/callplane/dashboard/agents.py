@@ -31,7 +31,7 @@ from callplane.dashboard.tool_editor import (
     editor_of_form,
     tools_in,
 )
-from callplane.dashboard.tool_forms import kinds
+from callplane.dashboard.tool_forms import cards_from_form, error_slots, kinds
 from callplane.errors import Conflict, InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.tenancy import select_owned
@@ -294,12 +294,14 @@ async def check(
     """The editor's errors as one types (htmx): the checks a commit makes, committing nothing."""
     form = await fields(request)
     await service.get_agent(session, person.organization_id, agent_uuid)
+    cards = cards_from_form(form) if form.get("tools_mode") == "form" else []
+    errors: list[str] = []
     try:
         config = validate_config(_config_of(form))
         await service.check_config_references(session, person.organization_id, config)
     except InvalidInput as exc:
-        return render(request, "_config_check.html", errors=exc.errors)
-    return render(request, "_config_check.html", errors=[])
+        errors = exc.errors
+    return render(request, "_config_check.html", errors=errors, slots=error_slots(cards, errors))
 
 
 @router.post("/agents/{agent_uuid}/rollback")

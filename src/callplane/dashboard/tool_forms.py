@@ -320,3 +320,44 @@ def blank(kind: Kind, index: int) -> Card:
         else:
             values[f.name] = _shown(f, f.default) if f.kind == "boolean" else ""
     return Card(index, kind, values)
+
+
+# -- errors beside their fields --------------------------------------------------------------
+
+#: A path in an error, the API's (``config/tools/2/url``) or the forms' (``Tools: tools/2/url``).
+_ERROR_PATH = re.compile(r"^(?:config/tools|Tools: tools)/(\d{1,2})(?:/([a-z_]+))?(/[^:]*)?: (.+)$")
+
+
+def field_errors(errors: list[str]) -> dict[str, list[str]]:
+    """Each error that names a tool's field, by ``<n>.<field>`` (``<n>`` for the tool as a
+    whole), worded as read beside the field: a row's place and column, then the problem."""
+    found: dict[str, list[str]] = {}
+    for error in errors:
+        match = _ERROR_PATH.match(error)
+        if match is None:
+            continue
+        index, name, rest, problem = match.groups()
+        key = f"{index}.{name}" if name else index
+        found.setdefault(key, []).append(f"{_place(rest[1:])}: {problem}" if rest else problem)
+    return found
+
+
+def _place(rest: str) -> str:
+    """``2/number`` as the person reads the table: ``row 3, number``."""
+    row, _, column = rest.partition("/")
+    if not row.isdigit():
+        return rest
+    return f"row {int(row) + 1}" + (f", {column}" if column else "")
+
+
+def error_slots(cards: list[Card], errors: list[str]) -> list[tuple[str, list[str]]]:
+    """Every field's error slot in the forms (``tool-<n>-<field>-error``) and its errors now, so
+    a live check fills and clears each one."""
+    found = field_errors(errors)
+    slots = []
+    for card in cards:
+        slots.append((f"tool-{card.index}-error", found.get(str(card.index), [])))
+        for f in card.kind.fields:
+            key = f"{card.index}.{f.name}"
+            slots.append((f"tool-{card.index}-{f.name}-error", found.get(key, [])))
+    return slots
