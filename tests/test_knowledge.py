@@ -149,6 +149,31 @@ async def test_a_deleted_document_is_gone_from_search_at_once(app, client):
     assert [r["title"] for r in await _search(client, org, other, "orchids")] == ["Garden notes"]
 
 
+async def test_a_search_ranks_a_bounded_set_that_keeps_the_rare_words(app, client, monkeypatch):
+    """PostgreSQL ranks only the chunks holding the question's rarest words when a word is
+    common (here: beyond a budget of 10 chunks); the best answer must survive that, a question
+    of common words only still finds chunks, and a deleted document's words stop counting."""
+    from callplane.knowledge import search
+
+    monkeypatch.setattr(search, "RANK_BUDGET", 10)
+    org = await make_org(app)
+    base = await _base(client, org)
+    notes = "".join(
+        f"# Depot {n}\nParcels are collected at depot {n} daily.\n\n" for n in range(14)
+    )
+    await _upload(client, org, base, notes, "text/markdown", title="Depots")
+    zebra = await _upload(
+        client, org, base, "# Zebra crossing\nParcels wait at the zebra crossing.", "text/markdown"
+    )
+    [best, *_] = await _search(client, org, base, "parcels zebra collected", top_k=3)
+    assert best["title"] == "Zebra crossing" and best["document_id"] == zebra["id"]
+    common = await _search(client, org, base, "parcels daily", top_k=5)
+    assert len(common) == 5 and all("daily" in r["text"] for r in common)
+    await client.delete(f"/v1/knowledge_bases/{base}/documents/{zebra['id']}", headers=org.headers)
+    assert await _search(client, org, base, "zebra") == []
+    assert len(await _search(client, org, base, "parcels", top_k=20)) == 14
+
+
 async def test_another_organizations_knowledge_base_is_not_found(app, client):
     owner, stranger = await make_org(app, "Owner"), await make_org(app, "Stranger")
     base = await _corpus(client, owner)
