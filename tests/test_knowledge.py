@@ -3,9 +3,6 @@ databases agreeing on a corpus of our own, tenancy, deletion, and hostile input.
 
 from __future__ import annotations
 
-import io
-import zlib
-
 import pytest
 
 from tests import knowledge_corpus as corpus
@@ -287,52 +284,10 @@ async def test_bad_documents_are_a_clear_422(app, client, body, content_type, me
     assert mentions.lower() in response.json()["error"].lower(), response.json()
 
 
-def _pdf(text: str | None = None, *, encrypt: bool = False, bomb: bool = False) -> bytes:
-    """A one-page PDF: with ``text`` drawn in Helvetica, or blank (a scan has no text either)."""
-    from pypdf import PdfWriter
-    from pypdf.generic import (
-        DecodedStreamObject,
-        DictionaryObject,
-        NameObject,
-        StreamObject,
-    )
-
-    writer = PdfWriter()
-    page = writer.add_blank_page(width=612, height=792)
-    if text is not None or bomb:
-        font = DictionaryObject(
-            {
-                NameObject("/Type"): NameObject("/Font"),
-                NameObject("/Subtype"): NameObject("/Type1"),
-                NameObject("/BaseFont"): NameObject("/Helvetica"),
-            }
-        )
-        page[NameObject("/Resources")] = DictionaryObject(
-            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})}
-        )
-        if bomb:
-            # 60 MB of spaces deflate to ~60 KB: the reader must refuse to inflate them.
-            stream = StreamObject()
-            stream._data = zlib.compress(b"BT /F1 12 Tf 72 712 Td (" + b" " * 60_000_000 + b") Tj")
-            stream[NameObject("/Filter")] = NameObject("/FlateDecode")
-        else:
-            stream = DecodedStreamObject()
-            lines = " ".join(
-                f"({line}) Tj 0 -16 Td" for line in (text or "").replace("(", "").split("\n")
-            )
-            stream.set_data(f"BT /F1 12 Tf 72 712 Td {lines} ET".encode())
-        page[NameObject("/Contents")] = writer._add_object(stream)
-    if encrypt:
-        writer.encrypt("secret-password")
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
 async def test_a_pdf_with_text_is_indexed(app, client):
     org = await make_org(app)
     base = await _base(client, org)
-    body = _pdf("The boiler is serviced every autumn.\nCall the caretaker for a key.")
+    body = corpus.pdf("The boiler is serviced every autumn.\nCall the caretaker for a key.")
     document = await _upload(client, org, base, body, "application/pdf", title="House rules")
     assert document["chunk_count"] == 1 and document["content_type"] == "application/pdf"
     [hit] = await _search(client, org, base, "boiler service", top_k=1)
@@ -342,9 +297,9 @@ async def test_a_pdf_with_text_is_indexed(app, client):
 @pytest.mark.parametrize(
     ("make", "mentions"),
     [
-        (lambda: _pdf(), "no text"),
-        (lambda: _pdf("Hidden words", encrypt=True), "encrypted"),
-        (lambda: _pdf(bomb=True), "could not be read"),
+        (lambda: corpus.pdf(), "no text"),
+        (lambda: corpus.pdf("Hidden words", encrypt=True), "encrypted"),
+        (lambda: corpus.pdf(bomb=True), "could not be read"),
     ],
     ids=["scan", "encrypted", "zip-bomb"],
 )
