@@ -38,7 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 MAX_TERMS = 32
 MAX_TERM_CHARS = 64
 #: PostgreSQL ranks at most about this many chunks per search (``_postgresql``).
-RANK_BUDGET = 2_000
+RANK_BUDGET = 1_000
 _WORD = re.compile(r"[^\W_]+")
 
 #: BCP 47 primary language subtag -> PostgreSQL text search configuration (built in since
@@ -218,11 +218,14 @@ async def _chunks_per_word(
     """How many of the knowledge base's chunks hold each word (migration 0024 counts them);
     a word PostgreSQL reads as several lexemes is held at most as often as its rarest."""
     values = ", ".join(f"({n}, :t{n})" for n in range(len(terms)))
+    # One index lookup per lexeme, as a subquery: a join would let a planner without
+    # statistics on the counts (a new table) hash all of the knowledge base's words.
     statement = text(
-        "SELECT w.n, min(coalesce(t.chunks, 0)) FROM "  # noqa: S608 (our own names)
-        f"(VALUES {values}) AS w (n, word) CROSS JOIN LATERAL "
+        "SELECT w.n, min(coalesce((SELECT t.chunks FROM knowledge_chunks_fts_terms AS t "  # noqa: S608
+        "WHERE t.organization_id = :org AND t.knowledge_base_id = :kb "
+        "AND t.lexeme = l.lexeme), 0)) "
+        f"FROM (VALUES {values}) AS w (n, word) CROSS JOIN LATERAL "
         f"unnest(tsvector_to_array(to_tsvector('{name}'::regconfig, w.word))) AS l (lexeme) "
-        "LEFT JOIN knowledge_chunks_fts_terms AS t ON t.organization_id = :org "
-        "AND t.knowledge_base_id = :kb AND t.lexeme = l.lexeme GROUP BY w.n"
+        "GROUP BY w.n"
     ).bindparams(org=org, kb=kb, **{f"t{n}": term for n, term in enumerate(terms)})
     return {int(n): int(chunks) for n, chunks in (await session.execute(statement)).all()}
