@@ -128,6 +128,9 @@ async def test_files_are_uploaded_and_read_as_the_api_reads_them(app):
         assert re.findall(r"<h4>(.*?) <span", found.text)[0] == "House rules"
         found = await c.get(where, params={"q": "worn shoes"})
         assert re.findall(r"<h4>(.*?) <span", found.text)[0] == "Returns policy › Shoes"
+        for typed in ('"worn shoes', "NEAR(worn shoes)", "shoe*", "-worn shoes", "(("):
+            found = await c.get(where, params={"q": typed})  # words, never a query language
+            assert found.status_code == 200, typed
 
         for name, body, says in [
             ("scan.pdf", corpus.pdf(), "no text to index"),
