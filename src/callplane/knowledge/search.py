@@ -13,7 +13,7 @@ then just characters between words, never a syntax error.
 - PostgreSQL: the chunk's ``tsvector`` (stemmed in the knowledge base's language where
   PostgreSQL has a configuration for it, else ``simple``), ranked by ``ts_rank_cd``. Ranking
   reads each candidate's vector, so the candidates are bounded (``RANK_BUDGET``): the words of
-  the question are looked up in the knowledge base's word counts (migration 0024), and the
+  the question are looked up in the knowledge base's word counts (migration 0025), and the
   GIN index picks the chunks holding the rarest of them, as many words as fit the budget.
   Chunks holding only common words would rank below those anyway where rarity counts (BM25),
   and a word in a fifth of 100,000 chunks made every search rank 20,000 of them. When every
@@ -215,7 +215,7 @@ async def _postgresql(
 async def _chunks_per_word(
     session: AsyncSession, org: int, kb: int, name: str, terms: list[str]
 ) -> dict[int, int]:
-    """How many of the knowledge base's chunks hold each word (migration 0024 counts them);
+    """How many of the knowledge base's chunks hold each word (migration 0025 counts them);
     a word PostgreSQL reads as several lexemes is held at most as often as its rarest."""
     values = ", ".join(f"({n}, :t{n})" for n in range(len(terms)))
     # One index lookup per lexeme, as a subquery: a join would let a planner without

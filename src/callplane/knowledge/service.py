@@ -115,7 +115,7 @@ async def list_knowledge_bases(
 
 async def _lock_for_writing(session: AsyncSession, base: KnowledgeBase) -> None:
     """One writer of a knowledge base's chunks at a time: on PostgreSQL their triggers count
-    words per knowledge base (migration 0024), and two uploads counting the same words in
+    words per knowledge base (migration 0025), and two uploads counting the same words in
     batches would each wait for the other. A no-op on SQLite, which has one writer anyway."""
     await session.execute(
         select_owned(KnowledgeBase, base.organization_id, KnowledgeBase.id)

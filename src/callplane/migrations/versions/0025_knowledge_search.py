@@ -1,7 +1,7 @@
 """knowledge: per knowledge base word counts, so a PostgreSQL search ranks a bounded set
 
-Revision ID: 0024
-Revises: 0023
+Revision ID: 0025
+Revises: 0024
 
 PostgreSQL only (SQLite's FTS5 ranks inside its own index and needs nothing): the table
 ``knowledge_chunks_fts_terms`` holds, for each knowledge base and each lexeme of its chunks'
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0024"
-down_revision: str | None = "0023"
+revision: str = "0025"
+down_revision: str | None = "0024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
