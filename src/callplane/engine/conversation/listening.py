@@ -1,14 +1,17 @@
 """The agent's ears: the far end's media in, caller events out.
 
 Audio (SIP): every frame goes through voice-activity detection (``speech.vad``). The caller
-starting to speak is reported at once (``CallerSpeaking``: the turn loop's barge-in); the end of
-their turn is recognised off the event loop and reported as ``CallerSaid``. Recognition starts
-at the first pause (``SpeechPaused``), while the end of the turn is still being waited for: when
-the turn does end there, its text is ready sooner; when the caller goes on, the guess is
-dropped. That guess's text also decides how long the silence must last (``endpointing``:
-a finished sentence ends the turn sooner than a trailing "my number is"). A line that stops
-sending audio is heard as silence, so a turn still ends when the far end goes quiet by sending
-nothing. Text (the simulated network): each ``TextFrame`` is a whole caller turn.
+starting to speak is reported at once (``CallerSpeaking``: the turn loop's barge-in), and so is
+their voice outlasting a backchannel (``CallerKeptSpeaking``); a shorter stretch of voice is
+reported with its words at the pause after it (``CallerPaused``: "uh-huh" does not cut the
+agent's line, "wait" does; ``backchannel.py``). The end of their turn is recognised off the
+event loop and reported as ``CallerSaid``. Recognition starts at the first pause
+(``SpeechPaused``), while the end of the turn is still being waited for: when the turn does end
+there, its text is ready sooner; when the caller goes on, the guess is dropped. That guess's
+text also decides how long the silence must last (``endpointing``: a finished sentence ends the
+turn sooner than a trailing "my number is"). A line that stops sending audio is heard as
+silence, so a turn still ends when the far end goes quiet by sending nothing. Text (the
+simulated network): each ``TextFrame`` is a whole caller turn.
 
 Times are ``time.monotonic()`` seconds, so the turn loop can measure its response latency from
 the moment the caller stopped speaking.
@@ -25,6 +28,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
+from callplane.engine.conversation.backchannel import BACKCHANNEL_MS
 from callplane.engine.conversation.endpointing import Endpointing
 from callplane.observability.metrics import observe_recognition
 from callplane.speech import executors
@@ -43,6 +47,27 @@ LAST_TURN_SECONDS = 1.0
 
 @dataclass(frozen=True)
 class CallerSpeaking:
+    """The caller's voice began: a turn, or more of one after a pause."""
+
+    at: float
+
+
+@dataclass(frozen=True)
+class CallerKeptSpeaking:
+    """This stretch of the caller's voice has lasted longer than a backchannel: they are
+    taking the turn (``backchannel.BACKCHANNEL_MS``)."""
+
+    at: float
+
+
+@dataclass(frozen=True)
+class CallerPaused:
+    """A stretch of voice no longer than a backchannel was followed by a pause, and this is
+    what it said (empty: no words, a noise). The turn may still go on."""
+
+    text: str
+    #: When the caller's turn began (the ``started_at`` of its ``CallerSaid``) and paused.
+    started_at: float
     at: float
 
 
@@ -61,7 +86,7 @@ class CallerGone:
     """The far end hung up: the frames ran out."""
 
 
-CallerEvent = CallerSpeaking | CallerSaid | CallerGone
+CallerEvent = CallerSpeaking | CallerKeptSpeaking | CallerPaused | CallerSaid | CallerGone
 
 
 class Listener:
@@ -132,6 +157,9 @@ class Listener:
         #: waits.
         deciding: asyncio.Task[tuple[str, float | None]] | None = None
         delivered: asyncio.Task[None] | None = None
+        #: Whether this stretch of voice has been reported longer than a backchannel.
+        kept_speaking = False
+        reporting: set[asyncio.Task[None]] = set()
         try:
             while True:
                 try:
@@ -151,11 +179,17 @@ class Listener:
                 for event in detector.push(pcm):
                     if isinstance(event, SpeechStarted):
                         speech_started = time.monotonic()
+                        kept_speaking = False
                         out.put_nowait(CallerSpeaking(speech_started))
                     elif isinstance(event, SpeechPaused):
                         abandon = threading.Event()
                         guess = asyncio.create_task(self._recognise(event.audio, abandon))
                         guessed_audio = event.audio
+                        if not kept_speaking:
+                            paused = CallerPaused("", speech_started, time.monotonic())
+                            task = asyncio.create_task(_report_pause(guess, paused, out))
+                            reporting.add(task)
+                            task.add_done_callback(reporting.discard)
                         if self._endpointing is not None:
                             # Until this pause's text is known, the longest wait holds.
                             detector.end_after(self._endpointing.longest_ms)
@@ -182,11 +216,17 @@ class Listener:
                     abandon.set()
                     guess.cancel()
                     guess, guessed_audio = None, b""
+                    kept_speaking = False
+                    out.put_nowait(CallerSpeaking(time.monotonic()))
+                if not kept_speaking and detector.voiced_ms > BACKCHANNEL_MS:
+                    kept_speaking = True
+                    out.put_nowait(CallerKeptSpeaking(time.monotonic()))
             if delivered is not None:
                 # The caller hung up: their last words still count, if recognised promptly.
                 await asyncio.wait({delivered}, timeout=LAST_TURN_SECONDS)
         finally:
-            pump.cancel()
+            for task in (*reporting, pump):
+                task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
             out.put_nowait(None)
@@ -259,6 +299,16 @@ def _probability(pcm: bytes, rate: int) -> float:
 @functools.cache
 def _warn_once(why: str) -> None:
     log.warning("CALLPLANE_ENDPOINTING=model decides as smart: %s", why)
+
+
+async def _report_pause(
+    guess: asyncio.Task[str], paused: CallerPaused, out: asyncio.Queue[CallerEvent | None]
+) -> None:
+    """Report a short stretch of voice with its words, once recognised (not if the caller
+    spoke again first: the guess is dropped then)."""
+    await asyncio.wait({guess})
+    if not guess.cancelled():
+        out.put_nowait(CallerPaused(guess.result(), paused.started_at, paused.at))
 
 
 async def _deliver(

@@ -10,6 +10,9 @@ duration from when it began) in the ``Reply``. Text: the reply's sentences are p
 
 ``interrupt`` (barge-in) drops whatever is queued; the reply keeps only the sentences the caller
 heard the start of: that, not the whole generated reply, is what the transcript records.
+``hold`` stops the audio at once but keeps what was not heard yet (the speaker knows what it
+queued and when each piece started), so that ``resume`` plays the line on from where it stopped:
+the caller said "uh-huh", not "stop".
 """
 
 from __future__ import annotations
@@ -75,6 +78,10 @@ def first_audio_parts(sentence: str) -> list[str]:
     return list(parts)
 
 
+def _seconds(pcm_bytes: int) -> float:
+    return pcm_bytes / (SAMPLE_RATE * SAMPLE_WIDTH)
+
+
 def _precedence_here() -> _Precedence:
     loop = asyncio.get_running_loop()
     precedence = _precedence.get(loop)
@@ -92,6 +99,12 @@ class Speaker:
         self._held_text: list[str] = []
         #: When everything queued on the connection, of any line, will have been heard.
         self._busy_until = 0.0
+        #: (when it starts being heard, audio) of what is queued and may not be heard yet: a
+        #: hold takes back what has not been.
+        self._queued: list[tuple[float, bytes]] = []
+        #: While the line is held: the audio it will go on with, and when it stopped.
+        self._held: bytearray | None = None
+        self._held_at = 0.0
 
     def use(self, synthesizer: Synthesizer | None) -> None:
         """Speak the next lines with ``synthesizer`` (the call changed language)."""
@@ -99,7 +112,7 @@ class Speaker:
 
     @property
     def speaking(self) -> bool:
-        return time.monotonic() < self._busy_until
+        return self._held is not None or time.monotonic() < self._busy_until
 
     async def say(self, reply: Reply, sentence: str) -> None:
         if self._connection.media == "text":
@@ -115,6 +128,9 @@ class Speaker:
                         return
                     now = time.monotonic()
                     start = max(now, self._busy_until)
+                    if self._held is not None:
+                        # Kept for when the line goes on: it would start after what is held.
+                        start = self._held_at + _seconds(len(self._held))
                     if n == 0 and not begun:
                         # The transcript's sentence, heard from its first audio's start.
                         reply.sentences.append((start, sentence))
@@ -123,10 +139,19 @@ class Speaker:
                         continue
                     if reply.first_media_at is None:
                         reply.first_media_at = now
-                    for offset in range(0, len(pcm), FRAME_BYTES):
-                        await self._connection.play(AudioFrame(pcm[offset : offset + FRAME_BYTES]))
-                    self._busy_until = start + len(pcm) / (SAMPLE_RATE * SAMPLE_WIDTH)
+                    if self._held is not None:
+                        self._held += pcm
+                        continue
+                    await self._queue(pcm, start)
                     reply.playout_ends_at = self._busy_until
+
+    async def _queue(self, pcm: bytes, start: float) -> None:
+        for offset in range(0, len(pcm), FRAME_BYTES):
+            await self._connection.play(AudioFrame(pcm[offset : offset + FRAME_BYTES]))
+        self._busy_until = start + _seconds(len(pcm))
+        now = time.monotonic()
+        self._queued = [(s, a) for s, a in self._queued if s + _seconds(len(a)) > now]
+        self._queued.append((start, pcm))
 
     async def _synthesize(self, text: str, *, first: bool) -> AsyncGenerator[bytes, None]:
         """The part's audio as the synthesizer streams it; at least one chunk (empty when
@@ -176,13 +201,55 @@ class Speaker:
         await self._connection.play(TextFrame(text))
 
     async def interrupt(self, reply: Reply | None) -> None:
-        """Stop speaking now: drop what is queued; the reply keeps what was heard of it."""
+        """Stop speaking now: drop what is queued; the reply keeps what was heard of it (a
+        held line: what was heard before it was held)."""
         if reply is not None:
-            reply.interrupt()
+            reply.interrupt(self._held_at if self._held is not None else None)
         self._pending_text = []
         self._held_text = []
         self._busy_until = 0.0
+        self._queued = []
+        self._held = None
         await self._connection.interrupt()
+
+    async def hold(self, reply: Reply) -> bool:
+        """Stop the line's audio now without cutting the line off: what was not heard yet is
+        kept (and what is still synthesised is added to it) until ``resume`` plays it on from
+        where it stopped, or ``interrupt`` drops it. False when nothing can be held (a text
+        line is played whole; nothing of the line is still to be heard)."""
+        if self._connection.media == "text" or self._held is not None or reply.held:
+            return False
+        now = time.monotonic()
+        rest = bytearray()
+        for start, pcm in self._queued:
+            unheard = int(max(0.0, now - start) * SAMPLE_RATE) * SAMPLE_WIDTH
+            rest += pcm[unheard:]
+        if not rest and not reply.generating:
+            return False
+        self._held, self._held_at = rest, now
+        self._queued = []
+        self._busy_until = now
+        reply.held = True
+        await self._connection.interrupt()
+        return True
+
+    async def resume(self, reply: Reply) -> None:
+        """Play a held line on from where it stopped: its sentences not yet heard are heard
+        that much later."""
+        held = self._held
+        if held is None or not reply.held:
+            return
+        now = time.monotonic()
+        delay = now - self._held_at
+        self._held = None
+        reply.held = False
+        reply.sentences = [
+            (start + delay if start >= self._held_at else start, sentence)
+            for start, sentence in reply.sentences
+        ]
+        if held:
+            await self._queue(bytes(held), now)
+        reply.playout_ends_at = max(self._busy_until, now)
 
     async def finish(self) -> None:
         """Return once the queued audio has been played."""

@@ -32,8 +32,11 @@ class TranscriptLog:
     def _stamp(self, at: float) -> float:
         return round(max(0.0, self.elapsed() - (time.monotonic() - at)), 3)
 
-    def say(self, at: float, role: Literal["user", "assistant"], text: str) -> Said:
-        return self.history.add(Said(role, text, self._stamp(at), self.language()))
+    def say(
+        self, at: float, role: Literal["user", "assistant"], text: str, backchannel: bool = False
+    ) -> Said:
+        said = Said(role, text, self._stamp(at), self.language(), backchannel=backchannel)
+        return self.history.add(said)
 
     def call(self, at: float, call: ToolCall) -> ToolCall:
         """Record the brain's call; the call as the toolbox runs it, with the history's id."""

@@ -1,0 +1,51 @@
+"""Backchannels: the "uh-huh", "yeah" and "okay" a listener says while the other one talks.
+
+They mean "go on", not "stop": the agent's line must not be cut by one. Two things tell one from
+a real interruption. Its length: a backchannel is a word or two, under ``BACKCHANNEL_MS`` of
+voice, so a caller still speaking after that is interrupting (the listener says so at once,
+``CallerKeptSpeaking``). And its words, once the recogniser has them: "Wait." is as short as
+"okay." but means stop.
+
+Pure: text in, a verdict out. The turn loop (``turn_loop.py``) holds the agent's line at the
+caller's first sound and resumes or cuts it from these.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Voice longer than this is not a backchannel. "Mm-hmm" and "uh-huh" take 400-550 ms of
+#: voice at an ordinary pace (espeak-ng: ~500 ms); a sentence's first words already pass it.
+BACKCHANNEL_MS = 600
+
+#: Words a backchannel is made of, in the spellings Whisper writes them ("Uh-huh.", "Mhm.",
+#: "Mm-hmm.", "Yeah, yeah."). Fillers that start a sentence ("um", "so", "well") are not among
+#: them: the caller is taking the turn.
+_WORDS = """
+    uh-huh uhhuh uh-hum uh-hmm mm-hmm mmhmm mhm mm-hm mm hmm hm-hmm
+    yeah yep yup yes ya yeh
+    okay ok o.k. kay alright
+    right sure
+    aha ah-ha oh ah
+"""
+WORDS = frozenset(_WORDS.split())
+#: Two-word backchannels.
+PHRASES = frozenset({"all right", "i see", "got it", "uh huh", "mm hmm", "oh okay", "okay sure"})
+_WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*\.?")
+
+
+def words(text: str) -> list[str]:
+    """The text's words, lowercase, without the punctuation around them."""
+    return [w.rstrip(".") if w.count(".") == 1 else w for w in _WORD.findall(text.lower())]
+
+
+def is_backchannel(text: str) -> bool:
+    """``text`` (what the recogniser heard) says "go on" and nothing else: one to three
+    backchannel words ("Yeah.", "Okay, okay.", "Uh huh."). Empty text is none: it is no
+    words at all (a cough, a noise), which the turn loop does not count as speech."""
+    said = words(text)
+    if not said or len(said) > 3:
+        return False
+    if " ".join(said) in PHRASES:
+        return True
+    return all(word in WORDS for word in said)
