@@ -19,10 +19,11 @@ import re
 BACKCHANNEL_MS = 600
 
 #: Words a backchannel is made of, in the spellings Whisper writes them ("Uh-huh.", "Mhm.",
-#: "Mm-hmm.", "Yeah, yeah."). Fillers that start a sentence ("um", "so", "well") are not among
-#: them: the caller is taking the turn.
+#: "Mm-hmm.", "Yeah, yeah."). Whisper often hears "uh-huh" as "Uh-uh." or "Uh...", so those
+#: count too (a caller who means "no" says more, or says it again). Words that start a
+#: sentence ("um", "so", "well", "wait") are not among them: the caller is taking the turn.
 _WORDS = """
-    uh-huh uhhuh uh-hum uh-hmm mm-hmm mmhmm mhm mm-hm mm hmm hm-hmm
+    uh-huh uhhuh uh-hum uh-hmm uh-uh uh mm-hmm mmhmm mhm mm-hm mm hmm hm-hmm
     yeah yep yup yes ya yeh
     okay ok o.k. kay alright
     right sure
