@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from callplane.engine.conversation.backchannel import BACKCHANNEL_MS
-from callplane.engine.conversation.endpointing import Endpointing
+from callplane.engine.conversation.endpointing import Endpointing, classify
 from callplane.observability.metrics import observe_recognition
 from callplane.speech import executors
 from callplane.speech.base import Transcriber
@@ -193,7 +193,7 @@ class Listener:
                         if self._endpointing is not None:
                             # Until this pause's text is known, the longest wait holds.
                             detector.end_after(self._endpointing.longest_ms)
-                            deciding = asyncio.create_task(self._judge(guess, event.audio))
+                            deciding = asyncio.create_task(self._judge(guess, event.audio, abandon))
                     elif isinstance(event, TurnEnded):
                         if self._endpointing is not None:
                             detector.end_after(self._endpointing.longest_ms)
@@ -240,14 +240,26 @@ class Listener:
         if detector.silent_ms >= self._endpointing.pause_ms and not judged.cancelled():
             detector.end_after(self._endpointing.wait_ms(*judged.result()))
 
-    async def _judge(self, guess: asyncio.Task[str], pcm: bytes) -> tuple[str, float | None]:
+    async def _judge(
+        self, guess: asyncio.Task[str], pcm: bytes, abandoned: threading.Event
+    ) -> tuple[str, float | None]:
         """The pause's text and, in ``model`` mode, how finished the voice sounds: the model
-        hears the audio while the recogniser reads it, so the verdict costs no extra wait."""
+        hears the audio while the recogniser reads it, so the verdict costs no extra wait. A
+        scoring still queued when it can no longer matter (the caller spoke again, or the text
+        alone already says the turn goes on) is skipped: on a busy worker most of them are."""
         assert self._endpointing is not None
         if self._endpointing.mode != "model":
             return await guess, None
-        scoring = asyncio.create_task(_score_turn(*self._connection.recognition_audio(pcm)))
-        text = await guess
+        moot = threading.Event()
+        audio, rate = self._connection.recognition_audio(pcm)
+        scoring = asyncio.create_task(_score_turn(audio, rate, abandoned, moot))
+        try:
+            text = await guess
+        except asyncio.CancelledError:
+            moot.set()
+            raise
+        if classify(text) == "incomplete":
+            moot.set()
         return text, await scoring
 
     async def _pump(self, inbox: asyncio.Queue[bytes | None]) -> None:
@@ -280,11 +292,12 @@ class Listener:
         return " ".join(s.text.strip() for s in segments if s.text.strip())
 
 
-async def _score_turn(pcm: bytes, rate: int) -> float | None:
+async def _score_turn(pcm: bytes, rate: int, *skip_if: threading.Event) -> float | None:
     """The end-of-turn model's probability that the turn is complete, or None when the model
-    cannot say (not installed, or it failed): the text alone decides then."""
+    cannot say (not installed, or it failed) or was not asked (one of ``skip_if`` was set before
+    its turn on the executor came): the text alone decides then."""
     try:
-        return await executors.run("turn", _probability, pcm, rate)
+        return await executors.run("turn", _probability, pcm, rate, skip_if)
     except TurnModelMissing as exc:
         _warn_once(str(exc))
     except Exception:
@@ -292,7 +305,9 @@ async def _score_turn(pcm: bytes, rate: int) -> float | None:
     return None
 
 
-def _probability(pcm: bytes, rate: int) -> float:
+def _probability(pcm: bytes, rate: int, skip_if: tuple[threading.Event, ...]) -> float | None:
+    if any(event.is_set() for event in skip_if):
+        return None
     return shared_model().probability(pcm, rate)
 
 
