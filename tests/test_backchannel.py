@@ -80,7 +80,7 @@ async def test_a_real_sentence_over_the_agent_cuts_its_line_before_it_ends() -> 
     await _long_line_begins(call)
 
     call.begins_speaking()
-    call.voices(700)  # longer than any backchannel: cut now, not when the turn ends
+    call.voices(800)  # longer than any backchannel: cut now, not when the turn ends
     await call.until(lambda: call.lines()[0] != LONG_LINE)
     call.ends_turn("Actually, can we do Tuesday instead?")
     await call.until(lambda: len(call.lines()) == 2)
@@ -148,7 +148,7 @@ async def test_a_backchannel_that_goes_on_is_an_ordinary_turn() -> None:
     call.voices(300)
     call.pauses("Uh-huh.")
     await call.until(lambda: any(bc for _, _, bc in _entries(call)))
-    call.voices(700)  # the caller goes on: the line is stopped again, and cut
+    call.voices(800)  # the caller goes on: the line is stopped again, and cut
     await call.until(lambda: call.lines()[0] != LONG_LINE)
     call.ends_turn("Uh-huh, but can we do Tuesday?")
     await call.until(lambda: len(call.lines()) == 2)
@@ -215,8 +215,8 @@ PAUSE, END = "0" * 15, "0" * 30  # 20 ms frames
     [
         # 500 ms of voice, then a pause: a backchannel's length, reported with its words.
         pytest.param("1" * 25 + END, [CallerSpeaking, CallerPaused, CallerSaid], id="short"),
-        # 700 ms: longer than any backchannel, said as soon as it is.
-        pytest.param("1" * 35 + END, [CallerSpeaking, CallerKeptSpeaking, CallerSaid], id="long"),
+        # 900 ms: longer than any backchannel, said as soon as it is.
+        pytest.param("1" * 45 + END, [CallerSpeaking, CallerKeptSpeaking, CallerSaid], id="long"),
     ],
 )
 async def test_the_listener_says_how_long_the_caller_spoke(

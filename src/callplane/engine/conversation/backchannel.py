@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 
-#: Voice longer than this is not a backchannel. "Mm-hmm" and "uh-huh" take 400-550 ms of
-#: voice at an ordinary pace (espeak-ng: ~500 ms); a sentence's first words already pass it.
-BACKCHANNEL_MS = 600
+#: Voice longer than this is not a backchannel. "Uh-huh", "yeah" and "okay" take 350-500 ms
+#: of voice; a drawn-out "mm-hmm" more (espeak-ng's: 620-700 ms, so 600 cut it). The agent's
+#: audio is held from the first sound whatever this is: it only sets when a caller who has not
+#: paused yet is taken to be interrupting.
+BACKCHANNEL_MS = 700
 
 #: Words a backchannel is made of, in the spellings Whisper writes them ("Uh-huh.", "Mhm.",
 #: "Mm-hmm.", "Yeah, yeah."). Whisper often hears "uh-huh" as "Uh-uh." or "Uh...", so those
