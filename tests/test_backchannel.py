@@ -5,6 +5,7 @@ test_conversation_sip.py."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Sequence
 
@@ -19,8 +20,11 @@ from callplane.engine.conversation.listening import (
     CallerSpeaking,
     Listener,
 )
+from callplane.engine.conversation.reply import Reply
+from callplane.engine.conversation.speaking import Speaker
 from callplane.speech.base import Segment, Transcriber
-from tests.fakes import Conversation, FakeBrain
+from callplane.telephony.base import AudioFrame
+from tests.fakes import Conversation, FakeBrain, FakeConnection, FakeSynthesizer
 from tests.test_listening import PacedFrames, Recorder
 
 SENTENCES = [
@@ -239,3 +243,40 @@ async def test_the_listener_reports_speech_again_after_a_pause() -> None:
 
     assert events.count(CallerSpeaking) == 2
     assert CallerKeptSpeaking not in events
+
+
+async def test_a_held_line_goes_on_from_where_it_stopped() -> None:
+    connection = FakeConnection()
+    speaker = Speaker(connection, FakeSynthesizer(ms_per_char=10))
+    reply = Reply()
+    await speaker.say(reply, "a" * 100)  # heard for 1 s
+    await speaker.say(reply, "b" * 100)
+    queued = sum(len(f.pcm) for _, f in connection.played if isinstance(f, AudioFrame))
+    second_starts = reply.sentences[1][0]
+
+    assert await speaker.hold(reply)
+    assert reply.held and reply.playing
+    await asyncio.sleep(0.05)
+    await speaker.resume(reply)
+
+    # What had not been heard is played again from where it stopped (not the whole line), and
+    # the second sentence is heard as much later as the line was held.
+    requeued = sum(len(f.pcm) for _, f in connection.played if isinstance(f, AudioFrame)) - queued
+    assert 0 < requeued < queued
+    assert reply.sentences[1][0] - second_starts >= 0.05
+    assert not reply.held and connection.interruptions == 1
+
+
+async def test_a_held_line_cut_off_keeps_what_was_heard_before_the_hold() -> None:
+    connection = FakeConnection()
+    speaker = Speaker(connection, FakeSynthesizer(ms_per_char=10))
+    reply = Reply()
+    await speaker.say(reply, "First sentence, heard for a second or so." + "." * 60)
+    assert await speaker.hold(reply)
+    await speaker.say(reply, "Second sentence, synthesised while the line was held.")
+    await asyncio.sleep(0.05)
+    await speaker.interrupt(reply)
+
+    assert reply.interrupted and not reply.held
+    assert reply.text.startswith("First sentence")
+    assert "Second" not in reply.text

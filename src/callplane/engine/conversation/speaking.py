@@ -105,6 +105,8 @@ class Speaker:
         #: While the line is held: the audio it will go on with, and when it stopped.
         self._held: bytearray | None = None
         self._held_at = 0.0
+        #: The lines with audio in the hold (a line after a tool call follows the held one).
+        self._held_lines: list[Reply] = []
 
     def use(self, synthesizer: Synthesizer | None) -> None:
         """Speak the next lines with ``synthesizer`` (the call changed language)."""
@@ -141,6 +143,9 @@ class Speaker:
                         reply.first_media_at = now
                     if self._held is not None:
                         self._held += pcm
+                        if reply not in self._held_lines:
+                            reply.held = True
+                            self._held_lines.append(reply)
                         continue
                     await self._queue(pcm, start)
                     reply.playout_ends_at = self._busy_until
@@ -203,13 +208,19 @@ class Speaker:
     async def interrupt(self, reply: Reply | None) -> None:
         """Stop speaking now: drop what is queued; the reply keeps what was heard of it (a
         held line: what was heard before it was held)."""
+        held_at = self._held_at if self._held is not None else None
+        lines = self._held_lines if held_at is not None else []
         if reply is not None:
-            reply.interrupt(self._held_at if self._held is not None else None)
+            reply.interrupt(held_at if reply in lines else None)
+        for line in lines:
+            if line is not reply:
+                line.interrupt(held_at)
         self._pending_text = []
         self._held_text = []
         self._busy_until = 0.0
         self._queued = []
         self._held = None
+        self._held_lines = []
         await self._connection.interrupt()
 
     async def hold(self, reply: Reply) -> bool:
@@ -227,6 +238,7 @@ class Speaker:
         if not rest and not reply.generating:
             return False
         self._held, self._held_at = rest, now
+        self._held_lines = [reply]
         self._queued = []
         self._busy_until = now
         reply.held = True
@@ -241,15 +253,17 @@ class Speaker:
             return
         now = time.monotonic()
         delay = now - self._held_at
-        self._held = None
-        reply.held = False
-        reply.sentences = [
-            (start + delay if start >= self._held_at else start, sentence)
-            for start, sentence in reply.sentences
-        ]
+        lines, self._held, self._held_lines = self._held_lines, None, []
+        for line in lines:
+            line.held = False
+            line.sentences = [
+                (start + delay if start >= self._held_at else start, sentence)
+                for start, sentence in line.sentences
+            ]
         if held:
             await self._queue(bytes(held), now)
-        reply.playout_ends_at = max(self._busy_until, now)
+        for line in lines:
+            line.playout_ends_at = max(self._busy_until, now)
 
     async def finish(self) -> None:
         """Return once the queued audio has been played."""

@@ -330,7 +330,7 @@ class TurnLoop:
             return
         if isinstance(event, CallerKeptSpeaking):
             if self._hold is not None:
-                await self._barge_in(self._hold.reply)
+                await self._cut(self._hold)
             return
         if isinstance(event, CallerPaused):
             await self._weigh(event)
@@ -417,7 +417,7 @@ class TurnLoop:
         if is_backchannel(paused.text):
             self._note_backchannel(paused.started_at, paused.text)
         elif paused.text.strip():
-            await self._barge_in(hold.reply)
+            await self._cut(hold)
             return
         await self._release(hold)
 
@@ -445,6 +445,14 @@ class TurnLoop:
         if said is not None:
             self.transcript.history.remove(said)  # the whole turn is recorded instead
         return False
+
+    async def _cut(self, hold: _Hold) -> None:
+        """Cut the held line off where it was held, and the line that followed it while it was
+        (after a tool call: the same generation), which is cut first, to stop generating."""
+        current = self._reply
+        if current is not None and current is not hold.reply and current.task is hold.reply.task:
+            await self._barge_in(current)
+        await self._barge_in(hold.reply)
 
     async def _release(self, hold: _Hold) -> None:
         self._drop_hold()
