@@ -186,14 +186,26 @@ async def test_the_brain_is_not_sent_a_backchannel() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["Uh-huh.", "Mm-hmm.", "Mhm.", "Yeah.", "Yeah, yeah.", "Okay.", "OK.", "Right.", "All right."],
+    [
+        "Uh-huh.",
+        "Mm-hmm.",
+        "Mhm.",
+        "Mmm.",
+        "Yeah.",
+        "Yeah, yeah.",
+        "Okay.",
+        "OK.",
+        "Right.",
+        "All right.",
+    ],
 )
 def test_backchannels(text: str) -> None:
     assert is_backchannel(text)
 
 
 @pytest.mark.parametrize(
-    "text", ["", "Wait.", "No.", "Stop!", "Thank you.", "Yeah, but what about Friday?", "Um,"]
+    "text",
+    ["", "Wait.", "No.", "Stop!", "Thank you.", "Yeah, but what about Friday?", "Um,", "Hello?"],
 )
 def test_not_backchannels(text: str) -> None:
     assert not is_backchannel(text)

@@ -35,6 +35,8 @@ WORDS = frozenset(_WORDS.split())
 #: Two-word backchannels.
 PHRASES = frozenset({"all right", "i see", "got it", "uh huh", "mm hmm", "oh okay", "okay sure"})
 _WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*\.?")
+#: A hum however Whisper spells it: "Mmm.", "Hmm.", "Mm-mm.".
+_HUM = re.compile(r"^[mh]+(?:-[mh]+)*$")
 
 
 def words(text: str) -> list[str]:
@@ -51,4 +53,4 @@ def is_backchannel(text: str) -> bool:
         return False
     if " ".join(said) in PHRASES:
         return True
-    return all(word in WORDS for word in said)
+    return all(word in WORDS or _HUM.match(word) for word in said)
