@@ -36,8 +36,8 @@ LONG_LINE = " ".join(SENTENCES)
 
 
 def _agent_speaking(brain: FakeBrain) -> Conversation:
-    # 10 ms a character: the line is heard for about 1.7 s.
-    return Conversation(AgentSpec(agent_speaks_first=False), brain, ms_per_char=10).start()
+    # 20 ms a character: the line is heard for about 3.4 s.
+    return Conversation(AgentSpec(agent_speaks_first=False), brain, ms_per_char=20).start()
 
 
 async def _long_line_begins(call: Conversation) -> None:
@@ -292,3 +292,22 @@ async def test_a_held_line_cut_off_keeps_what_was_heard_before_the_hold() -> Non
     assert reply.interrupted and not reply.held
     assert reply.text.startswith("First sentence")
     assert "Second" not in reply.text
+
+
+async def test_okay_over_the_last_words_of_a_question_answers_it() -> None:
+    question = "So, shall I book you in for Friday at nine?"
+    brain = FakeBrain([question, "Done, see you Friday."])
+    # 20 ms a character: under a second of the line is left when the caller speaks.
+    call = Conversation(AgentSpec(agent_speaks_first=False), brain, ms_per_char=20).start()
+    call.says("Can I come this week?")
+    await call.until(lambda: call.lines() == [question])
+    await asyncio.sleep(0.3)
+    call.begins_speaking()
+    call.pauses("Okay.")
+    call.ends_turn("Okay.")
+    await call.until(lambda: len(call.lines()) == 2)
+    call.hangs_up()
+    await call.ended()
+
+    assert ("user", "Okay.", False) in _entries(call)
+    assert brain.requests[1][0][-1] == {"role": "user", "content": "Okay."}

@@ -113,6 +113,11 @@ class Speaker:
         self._synthesizer = synthesizer
 
     @property
+    def held_seconds(self) -> float:
+        """How much of the held line is still to be heard (0 when none is held)."""
+        return _seconds(len(self._held)) if self._held is not None else 0.0
+
+    @property
     def speaking(self) -> bool:
         return self._held is not None or time.monotonic() < self._busy_until
 

@@ -80,6 +80,9 @@ Line = Callable[[Reply], Coroutine[Any, Any, None]]
 #: A line held at the caller's first sound plays on after this long if their words are still
 #: not known (recognition on a busy worker); they still cut it if they are not a backchannel.
 HOLD_LIMIT_SECONDS = 1.5
+#: A backchannel word over the last this-many seconds of a finished line is an answer to it
+#: ("...shall I book it?" "Yes."): the line's end is cut and the caller answered.
+LAST_WORDS_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -414,7 +417,7 @@ class TurnLoop:
         hold = self._hold
         if hold is None:
             return
-        if is_backchannel(paused.text):
+        if is_backchannel(paused.text) and not self._answers(hold):
             self._note_backchannel(paused.started_at, paused.text)
         elif paused.text.strip():
             await self._cut(hold)
@@ -434,6 +437,8 @@ class TurnLoop:
         one and went on ("uh-huh, but what about Friday?") is a turn like any other."""
         said = self._backchannels.pop(event.started_at, None)
         hold = self._hold
+        if hold is not None and said is None and self._answers(hold):
+            return False
         if is_backchannel(event.text) and (said is not None or hold is not None):
             if said is not None:
                 self.transcript.history.retext(said, event.text)
@@ -445,6 +450,12 @@ class TurnLoop:
         if said is not None:
             self.transcript.history.remove(said)  # the whole turn is recorded instead
         return False
+
+    def _answers(self, hold: _Hold) -> bool:
+        """Whether the caller's sound came over the very end of the line: then even "yes" or
+        "okay" is their answer to it, not a backchannel."""
+        line = hold.reply
+        return not line.generating and self.speaker.held_seconds < LAST_WORDS_SECONDS
 
     async def _cut(self, hold: _Hold) -> None:
         """Cut the held line off where it was held, and the line that followed it while it was
