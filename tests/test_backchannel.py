@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import pytest
 
 from callplane.engine.agent import AgentSpec
+from callplane.engine.conversation import turn_loop
 from callplane.engine.conversation.backchannel import is_backchannel
 from callplane.engine.conversation.listening import (
     CallerKeptSpeaking,
@@ -311,3 +312,27 @@ async def test_okay_over_the_last_words_of_a_question_answers_it() -> None:
 
     assert ("user", "Okay.", False) in _entries(call)
     assert brain.requests[1][0][-1] == {"role": "user", "content": "Okay."}
+
+
+async def test_words_that_come_after_the_hold_limit_still_decide(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A busy worker: the line plays on at the limit, and "uh-huh" recognised later is still a
+    # backchannel, not a turn (nor an answer: much of the line is left).
+    monkeypatch.setattr(turn_loop, "HOLD_LIMIT_SECONDS", 0.05)
+    brain = FakeBrain([LONG_LINE])
+    call = _agent_speaking(brain)
+    await _long_line_begins(call)
+
+    call.begins_speaking()
+    await call.until(lambda: call.connection.interruptions == 1)
+    played = len(call.connection.played)
+    await call.until(lambda: len(call.connection.played) > played)  # played on at the limit
+    call.pauses("Uh-huh.")
+    call.ends_turn("Uh-huh.")
+    await call.until(lambda: len(_entries(call)) == 3)
+    call.hangs_up()
+    await call.ended()
+
+    assert _entries(call)[2] == ("user", "Uh-huh.", True)
+    assert len(brain.requests) == 1

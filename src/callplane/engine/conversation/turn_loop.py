@@ -455,7 +455,11 @@ class TurnLoop:
         """Whether the caller's sound came over the very end of the line: then even "yes" or
         "okay" is their answer to it, not a backchannel."""
         line = hold.reply
-        return not line.generating and self.speaker.held_seconds < LAST_WORDS_SECONDS
+        if line.generating:
+            return False
+        # Played on at the hold's limit, the line's own clock says what is left of it.
+        left = self.speaker.held_seconds if line.held else line.playout_ends_at - time.monotonic()
+        return left < LAST_WORDS_SECONDS
 
     async def _cut(self, hold: _Hold) -> None:
         """Cut the held line off where it was held, and the line that followed it while it was
