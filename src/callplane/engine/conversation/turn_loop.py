@@ -13,6 +13,9 @@ off, and a way to wait until it has been heard. A reply streams from the brain i
 so generation never waits for playback, and the first sentence is spoken as soon as it is
 complete. The caller speaking while the agent generates or speaks is a barge-in: playback
 stops, the reply is cancelled, and what the caller heard of it is what the transcript keeps.
+Over a line being heard, the caller's first sound only holds it (``Speaker.hold``): a
+backchannel ("uh-huh", ``backchannel.py``) lets it play on from where it stopped, recorded as a
+backchannel and never answered; longer voice, or other words, cut it there.
 
 The agent (``AgentSpec``, agent.py) decides the rest: its prompt, opening, model; the call
 ends when the brain asks ``end_call`` or a line holds an end-call phrase (once the line has
