@@ -210,6 +210,8 @@ class Conversation:
     brain: Brain | None = None
     answered_by: str = "human"
     ms_per_char: float = 1.0
+    #: The listener tells its pauses' guesses (a speculative reply starts on them).
+    speculative: bool = False
     connection: FakeConnection = field(init=False)
     synthesizer: FakeSynthesizer = field(init=False)
     transcriber: FakeTranscriber = field(init=False)
@@ -239,6 +241,7 @@ class Conversation:
                 transcriber=self.transcriber,
                 hints=self.spec.keyterms,
                 detector=FakeDetector,
+                tell_guesses=self.speculative,
             ),
             speaker=Speaker(self.connection, self.synthesizer),
             transcript=TranscriptLog(self.transcript, lambda: time.monotonic() - began),

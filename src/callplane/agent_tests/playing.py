@@ -17,6 +17,7 @@ from callplane.agents.conversations import Scene, rounds
 from callplane.agents.text_tools import ToolRunner
 from callplane.brain.base import Brain
 from callplane.brain.history import ChatHistory, Said
+from callplane.privacy.redaction import Redactor
 from callplane.runtime import Runtime
 
 
@@ -42,7 +43,8 @@ async def play_text(
     *,
     caller_model: str | None,
 ) -> Played:
-    played = Played()
+    # Test runs store their transcripts too: redacted as a call's are.
+    played = Played(ChatHistory(redactor=Redactor.from_config(config.get("redaction"))))
     for said in (scene.disclosure, scene.opening):
         if said:
             played.history.add(Said("assistant", said))

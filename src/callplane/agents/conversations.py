@@ -23,6 +23,7 @@ from callplane.brain.build import build_brain
 from callplane.brain.history import ChatHistory, Said, ToolAnswered, ToolCalled
 from callplane.contacts.identifiers import normalize_identifier
 from callplane.errors import InvalidInput, Unavailable
+from callplane.privacy.redaction import Redactor
 from callplane.runtime import Runtime
 from callplane.tools import knowledge
 from callplane.tools.toolbox import Toolbox
@@ -87,7 +88,7 @@ async def take_turn(
         raise InvalidInput("ref: no such branch or commit of this agent", loc=("body",))
     config, commit_id, secret = commit.config, str(commit.id), agent.tools_secret
     scene = await prepare(session, organization_id, config, body.params, body.contact)
-    history = ChatHistory()
+    history = ChatHistory(redactor=Redactor.from_config(config.get("redaction")))
     for message in body.messages:
         history.add(Said(message.role, message.text))
     #: The request's own lines: what the agent says comes after them.

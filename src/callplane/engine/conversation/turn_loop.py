@@ -50,7 +50,9 @@ from callplane.engine.conversation.listening import (
     CallerPaused,
     CallerSaid,
     CallerSpeaking,
+    LikelyTurnEnd,
     Listener,
+    TurnResumed,
 )
 from callplane.engine.conversation.reply import Reply
 from callplane.engine.conversation.speaking import Speaker
@@ -319,13 +321,16 @@ class TurnLoop:
                 await self._release(self._hold)  # a closing line is not cut off
             if isinstance(event, CallerSaid) and self.answered_by == "voicemail":
                 # The greeting's words, recognised after the message began: still kept.
-                self.transcript.say(event.started_at, "user", event.text)
+                self.transcript.say(event.started_at, "user", event.text, event.ended_at)
             return
         self._last_heard = time.monotonic()
         reply = self._reply
         if isinstance(event, GreetingOver):
             if self._awaiting_greeting:
                 self._leave_message()
+            return
+        if isinstance(event, LikelyTurnEnd | TurnResumed):
+            self._guessed(event)
             return
         disclosure = self._disclosure
         if disclosure is not None and (disclosure.generating or disclosure.playing):
@@ -356,7 +361,7 @@ class TurnLoop:
                 heard = self.language.heard(event.text)
                 if heard is not None:
                     await self.use_language(heard)
-            self.transcript.say(event.started_at, "user", event.text)
+            self.transcript.say(event.started_at, "user", event.text, event.ended_at)
             if not self._awaiting_greeting and self.spec.opts_out(event.text):
                 self._opt_out()
                 return
@@ -368,6 +373,19 @@ class TurnLoop:
             elif self.brain is not None:
                 timing = turns.heard(event)
                 self._start(lambda r: self._answer(r, event.ended_at, timing, event.text))
+
+    def _guessed(self, event: LikelyTurnEnd | TurnResumed) -> None:
+        """A speculative reply (``speculation.py``) on the pause's words, when the agent is
+        quiet; dropped when the caller goes on. (A turn spoken over the agent's line changes
+        that line in the transcript first: an answer asked before would never fit.)"""
+        if self._generation is None:
+            return
+        reply = self._reply
+        quiet = reply is None or not (reply.generating or reply.playing)
+        if isinstance(event, LikelyTurnEnd) and quiet and not self._awaiting_greeting:
+            self._generation.speculate(event.text, event.started_at)
+        else:
+            self._generation.drop_speculation()
 
     async def use_language(self, language: str) -> bool:
         """Speak ``language`` from now on (its preset, voice and recogniser); False when the
