@@ -225,11 +225,15 @@ async def test_a_caller_who_says_uh_huh_then_speaks_over_the_agent(
         spans,
     )
     # Each caller sentence is one turn, whole (the comma and the pause did not end it), and the
-    # brain was asked once for each.
+    # brain was asked with it.
     sentence, question = lines[2]["text"].lower(), lines[4]["text"].lower()
     assert "cleaning" in sentence and "please" in sentence, sentence
     assert "speak" in question and "billing" in question, question
-    assert len(asked) == 3 and "please" in asked[1][-1]["content"].lower()
+    # (Speculative requests may come on top, on a pause's words: not counted.)
+    backchannel = lines[1]["text"]
+    users = [[m["content"] for m in r if m["role"] == "user"] for r in asked]
+    assert not any(backchannel in said for said in users), users  # never sent to the brain
+    assert any(said and "please" in said[-1].lower() for said in users), users
     assert lines[3]["text"] == "Sure, what day works for you?"
 
     assert len(caller) == 3, caller
