@@ -93,7 +93,9 @@ class Settings(BaseSettings):
     webhook_allow_private_networks: bool = False
     # Voices and end of turn (issue 28); see docs/voices.md.
     #: The engine of calls whose voice names none ("espeak-ng:en-us", "piper:en_US-joe-medium").
-    voice_engine: str = "espeak-ng:en-us"
+    #: Piper's joe voice, installed with callplane (requirements/piper-voice.txt): the first call
+    #: a newcomer hears should sound human. Where it is not installed, espeak-ng speaks instead.
+    voice_engine: str = "piper:en_US-joe-medium"
     #: A directory of Piper voices (<name>.onnx + <name>.onnx.json), besides installed packages.
     piper_voices_dir: str | None = None
     #: Piper processes per Piper voice in use (each on one thread): a second lets a caller's
