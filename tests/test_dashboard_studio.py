@@ -307,3 +307,16 @@ async def test_stored_tools_round_trip_through_the_forms_unchanged(studio: Any) 
         commits = (await api.get(f"/v1/agents/{agent_id}/commits", headers=org.headers)).json()
         head = (await api.get(f"/v1/agents/{agent_id}", headers=org.headers)).json()["agent"]
     assert commits["total_count"] == 2 and head["config"]["tools"] == explicit
+    # An explicit empty list of tools is kept as well.
+    async with client_for(app) as api:
+        none = await api.post(
+            f"/v1/agents/{agent_id}/commits",
+            headers=org.headers,
+            json={"config": {"prompt": "Be kind.", "tools": []}, "message": "No tools"},
+        )
+        assert none.status_code == 201, none.text
+    page = (await browser.get(url)).text
+    form = {**_base(page), **_editor_fields(page)}
+    form.update(re.findall(r'name="(tools_listed)" value="([^"]*)"', page))
+    saved = await browser.post(f"{url}/commit", data={**form, "message": "Untouched"})
+    assert "Nothing%20changed" in saved.headers["location"]

@@ -168,7 +168,7 @@ async def _page(
         "message": "",
     }
     if tools is None:
-        tools = editor_of_form(draft) if draft else editor_of_config(config.get("tools", []))
+        tools = editor_of_form(draft) if draft else editor_of_config(config)
     return render(
         request,
         "agent.html",
@@ -223,9 +223,10 @@ def _config_of(form: dict[str, str]) -> dict[str, Any]:
         if form.get(key, "").strip():
             config[key] = form[key]
     tools = tools_in(form)
-    # No tools is no ``tools`` key (as the agent was created); anything else, even not a
-    # list, goes to the validator, which names what is wrong with it.
-    if tools is not None and tools != []:
+    # No tools is no ``tools`` key (as the agent was created), unless the config listed none
+    # (``"tools": []``); anything else, even not a list, goes to the validator, which names
+    # what is wrong with it.
+    if tools is not None and (tools != [] or form.get("tools_listed")):
         config["tools"] = tools
     return config
 
