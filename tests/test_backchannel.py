@@ -198,6 +198,14 @@ async def test_the_brain_is_not_sent_a_backchannel() -> None:
         "OK.",
         "Right.",
         "All right.",
+        "Sí, sí.",
+        "Vale.",
+        "D\u2019accord.",
+        "Ouais.",
+        "Genau.",
+        "Ja, ja.",
+        "Tá bom.",
+        "Va bene.",
     ],
 )
 def test_backchannels(text: str) -> None:
@@ -206,7 +214,19 @@ def test_backchannels(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "Wait.", "No.", "Stop!", "Thank you.", "Yeah, but what about Friday?", "Um,", "Hello?"],
+    [
+        "",
+        "Wait.",
+        "No.",
+        "Stop!",
+        "Thank you.",
+        "Yeah, but what about Friday?",
+        "Um,",
+        "Hello?",
+        "Espera.",
+        "Non, attendez.",
+        "Sí, pero el viernes no.",
+    ],
 )
 def test_not_backchannels(text: str) -> None:
     assert not is_backchannel(text)

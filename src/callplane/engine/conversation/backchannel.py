@@ -20,7 +20,8 @@ import re
 #: paused yet is taken to be interrupting.
 BACKCHANNEL_MS = 700
 
-#: Words a backchannel is made of, in the spellings Whisper writes them ("Uh-huh.", "Mhm.",
+#: Words a backchannel is made of (English, then the other languages a call can be in), in the
+#: spellings Whisper writes them ("Uh-huh.", "Mhm.",
 #: "Mm-hmm.", "Yeah, yeah."). Whisper often hears "uh-huh" as "Uh-uh." or "Uh...", so those
 #: count too (a caller who means "no" says more, or says it again). Words that start a
 #: sentence ("um", "so", "well", "wait") are not among them: the caller is taking the turn.
@@ -30,10 +31,19 @@ _WORDS = """
     okay ok o.k. kay alright
     right sure
     aha ah-ha oh ah
+    sí si vale claro ajá aja exacto
+    oui ouais d'accord voilà exactement
+    ja jo genau stimmt klar
+    sim tá uhum certo
+    certo esatto
 """
 WORDS = frozenset(_WORDS.split())
 #: Two-word backchannels.
-PHRASES = frozenset({"all right", "i see", "got it", "uh huh", "mm hmm", "oh okay", "okay sure"})
+PHRASES = frozenset(
+    {"all right", "i see", "got it", "uh huh", "mm hmm", "oh okay", "okay sure"}
+    | {"de acuerdo", "ya veo", "je vois", "bien sûr", "tout à fait", "ach so", "va bene"}
+    | {"ho capito", "está bem", "tá bom", "entendo"}
+)
 _WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*\.?")
 #: A hum however Whisper spells it: "Mmm.", "Hmm.", "Mm-mm.".
 _HUM = re.compile(r"^[mh]+(?:-[mh]+)*$")
@@ -48,7 +58,7 @@ def is_backchannel(text: str) -> bool:
     """``text`` (what the recogniser heard) says "go on" and nothing else: one to three
     backchannel words ("Yeah.", "Okay, okay.", "Uh huh."). Empty text is none: it is no
     words at all (a cough, a noise), which the turn loop does not count as speech."""
-    said = words(text)
+    said = words(text.replace("\u2019", "'"))
     if not said or len(said) > 3:
         return False
     if " ".join(said) in PHRASES:
