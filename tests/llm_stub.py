@@ -16,6 +16,8 @@ the test's event loop). The callplane client talks real HTTP to it.
 - ``GET /v1/models`` lists ``model`` (how ``callplane serve`` finds a server on this machine).
 - ``mode="error"`` answers 500 to everything; ``mode="hang"`` answers nothing until stopped.
 - ``busy_first=n``: the first ``n`` streamed requests are answered 503 (a server's blip).
+- A body whose ``Content-Type`` is not ``application/json`` is answered 422, as servers built on
+  FastAPI answer it.
 
 Every request body is kept in ``requests`` for assertions.
 """
@@ -189,7 +191,13 @@ def _handler_for(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            # As servers built on FastAPI (llama-cpp-python's, vLLM) do: a body not declared as
+            # JSON is not read as JSON, whatever it holds.
+            if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
+                self._send_json(422, {"detail": "Input should be a valid dictionary"})
+                return
+            body = json.loads(raw)
             with stub._lock:
                 stub.requests.append(body)
             if stub.mode == "hang":

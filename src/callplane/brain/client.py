@@ -61,7 +61,11 @@ class ChatCompletionsBrain:
     ) -> None:
         self.model = model
         self.timeout_seconds = timeout_seconds
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Bodies are serialised here (orjson), so httpx does not label them: servers built on
+        # FastAPI (llama-cpp-python's, vLLM) read an unlabelled body as no JSON at all.
+        headers = {"Content-Type": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
         self._http = httpx.AsyncClient(
             base_url=base_url.rstrip("/") + "/",
             headers=headers,
