@@ -5,8 +5,8 @@ numbers events in, and (organization_id, seq) a unique index. Existing events ar
 SQLite cannot change a primary key in place: the table is rebuilt, its events copied in chain
 order.
 
-Revision ID: 0025
-Revises: 0024
+Revision ID: 0026
+Revises: 0025
 """
 
 from collections.abc import Sequence
@@ -15,8 +15,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0025"
-down_revision: str | None = "0024"
+revision: str = "0026"
+down_revision: str | None = "0025"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
