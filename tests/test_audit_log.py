@@ -363,3 +363,18 @@ async def test_recording_and_contact_data_reads_are_audited(app, client):
         ("contacts.list", key),
     ]
     assert events[1]["resource_id"] == "+14155550100"
+
+
+async def test_workers_seal_side_by_side(app, client):
+    """Two workers' audit-seal steps at once seal every event once (``audit_log.task``)."""
+    from callplane.audit_log.task import seal_step
+    from callplane.engine.runner import TaskRunner
+
+    org = await make_org(app)
+    for i in range(5):
+        await client.post("/v1/agents", headers=org.headers, json={**AGENT, "name": f"K{i}"})
+    workers = [TaskRunner(runtime_of(app)), TaskRunner(runtime_of(app))]
+    assert await asyncio.gather(*(seal_step(w) for w in workers)) == [False, False]
+    seqs, broken, checked = await _chain(app, org.id)
+    assert seqs == [1, 2, 3, 4, 5]
+    assert broken is None and checked == 5
