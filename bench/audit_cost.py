@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,14 @@ def seal_loop() -> None:
     async def run() -> None:
         db = Database(Settings().database_url, pool_size=1)
         while True:
-            await seal(db)
+            started = time.perf_counter()
+            try:
+                sealed = await seal(db)
+            except Exception:  # as the worker's task does: logged, tried again next turn
+                traceback.print_exc()
+            else:
+                took = time.perf_counter() - started
+                print(f"sealed {sealed} in {took:.3f} s", flush=True)
             await asyncio.sleep(INTERVAL_SECONDS)
 
     asyncio.run(run())

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.audit.chain import FIELDS, GENESIS, Event, chain_hash
@@ -83,12 +84,7 @@ async def seal_batch(session: AsyncSession, organization_id: int, limit: int = B
         seq += 1
         previous = chain_hash(previous, Event(**{name: row._mapping[name] for name in FIELDS}), seq)
         sealed.append({"event_id": row.id, "new_seq": seq, "new_hash": previous})
-    await session.execute(
-        sa.update(_EVENTS)
-        .where(owned_by(_EVENTS, org), _EVENTS.c.id == sa.bindparam("event_id"))
-        .values(seq=sa.bindparam("new_seq"), hash=sa.bindparam("new_hash")),
-        sealed,
-    )
+    await _number(session, org, sealed)
     moved = await session.execute(
         update_owned(AuditHead, org)
         .where(AuditHead.seq == head.seq)
@@ -98,6 +94,34 @@ async def seal_batch(session: AsyncSession, organization_id: int, limit: int = B
     if getattr(moved, "rowcount", 1) != 1:
         raise HeadMoved(f"organization {org}: the audit chain's head moved while sealing")
     return len(sealed)
+
+
+async def _number(session: AsyncSession, org: int, sealed: list[dict[str, Any]]) -> None:
+    """Write the events' numbers and hashes: on PostgreSQL in one statement (``unnest`` of
+    three arrays), elsewhere one row at a time."""
+    if session.get_bind().dialect.name != "postgresql":
+        await session.execute(
+            sa.update(_EVENTS)
+            .where(owned_by(_EVENTS, org), _EVENTS.c.id == sa.bindparam("event_id"))
+            .values(seq=sa.bindparam("new_seq"), hash=sa.bindparam("new_hash")),
+            sealed,
+        )
+        return
+    arrays = [
+        sa.bindparam(name, [row[name] for row in sealed], type_=ARRAY(type_))
+        for name, type_ in (("event_id", sa.Integer()), ("new_seq", sa.Integer()))
+    ]
+    hashes = sa.bindparam("new_hash", [row["new_hash"] for row in sealed], type_=ARRAY(sa.Text()))
+    values = (
+        sa.func.unnest(*arrays, hashes)
+        .table_valued("event_id", "new_seq", "new_hash")
+        .render_derived(name="sealed")
+    )
+    await session.execute(
+        sa.update(_EVENTS)
+        .where(owned_by(_EVENTS, org), _EVENTS.c.id == values.c.event_id)
+        .values(seq=values.c.new_seq, hash=values.c.new_hash)
+    )
 
 
 async def seal(db: Database, organization_id: int | None = None) -> int:
