@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callplane.agent_tests.judge import caller_line
+from callplane.agents.config import read_config
 from callplane.agents.conversations import Scene, rounds
 from callplane.agents.text_tools import ToolRunner
 from callplane.brain.base import Brain
@@ -43,6 +44,7 @@ async def play_text(
     caller_model: str | None,
 ) -> Played:
     played = Played()
+    typed = read_config(config)
     for said in (scene.disclosure, scene.opening):
         if said:
             played.history.add(Said("assistant", said))
@@ -58,7 +60,7 @@ async def play_text(
             break
         played.history.add(Said("user", line))
         started = time.perf_counter()
-        played.ended = await rounds(brain, tools, scene.prompt, played.history, dict(config))
+        played.ended = await rounds(brain, tools, scene.prompt, played.history, typed)
         played.reply_ms.append(round((time.perf_counter() - started) * 1000))
         if played.ended:
             break
