@@ -69,6 +69,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = kept
 
 
+@pytest.fixture(autouse=True, scope="session")
+def cheap_password_hashes() -> Any:
+    """Passwords hashed with argon2id at its lowest cost in this process. A hash carries its
+    own parameters, so signing in checks it the same way; the production cost (~170 ms of CPU a
+    hash, two a signed-in dashboard test) bought the suite nothing but minutes."""
+    from argon2 import PasswordHasher
+
+    from callplane.users import passwords
+
+    production = passwords._hasher
+    passwords._hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    yield
+    passwords._hasher = production
+
+
 @pytest.fixture(autouse=True)
 def tenancy_filtered() -> Any:
     """Fail the test when any statement it ran touched a tenant table without the filter."""
