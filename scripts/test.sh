@@ -6,7 +6,10 @@
 # browser, a server starting), so two of them on two cores take little longer than one. They
 # share nothing but the PostgreSQL and Redis servers (each run has its own databases, its own
 # temporary directory and Redis keys of its own), and each run is in itself the same serial run
-# as before. The SQLite run prints as it goes; the PostgreSQL run's output follows it.
+# as before. Tests of audio paced by the wall clock (SIPp, WebRTC: marked realtime) take turns
+# across the two runs (tests/conftest.py), so none has less of the machine than it had when the
+# runs went one after the other. The SQLite run prints as it goes; the PostgreSQL run's output
+# follows it.
 # CALLPLANE_TEST_SERIAL=1 runs them one after the other instead.
 #
 # PostgreSQL: CALLPLANE_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test) names
@@ -63,6 +66,8 @@ elif in_ci; then
 fi
 
 if [ "$with_postgres" = yes ] && ! serial; then
+  # Tests of audio paced by the wall clock (marked realtime) take turns across the two runs.
+  export CALLPLANE_TEST_REALTIME_LOCK="$scratch/realtime.lock"
   echo "== tests against PostgreSQL: started alongside the SQLite run, printed after it"
   # Its own cache-less run: the two would write pytest's cache files at the same moment.
   run postgresql -p no:cacheprovider "$@" >"$scratch/postgresql.log" 2>&1 &

@@ -56,10 +56,29 @@ def _reaches_a_database(item: pytest.Item) -> bool:
     )
 
 
+def _in_real_time(item: pytest.Item) -> bool:
+    """Whether a test plays or hears audio as it happens: marked ``realtime``, or its module
+    runs SIPp (``requires_sipp``) or a WebRTC peer (``tests/web_call_peer.py``)."""
+    module = getattr(item, "module", None)
+    if module is None:
+        return item.get_closest_marker("realtime") is not None
+    return (
+        item.get_closest_marker("realtime") is not None
+        or hasattr(module, "requires_sipp")
+        or any(
+            getattr(value, "__module__", None) == "tests.web_call_peer"
+            for value in vars(module).values()
+        )
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The PostgreSQL run leaves out what touches no database (speech, SIP parsing, the turn
     loop's fakes, docs): the SQLite run has already run it, and it cannot differ here. A test
     that wants both runs takes a database (or reads BACKEND)."""
+    for item in items:
+        if _in_real_time(item) and item.get_closest_marker("realtime") is None:
+            item.add_marker("realtime")
     if BACKEND != "postgresql" or os.environ.get("CALLPLANE_TEST_EVERYTHING"):
         return
     kept, left_out = [], []
@@ -68,6 +87,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept
+
+
+#: Set by scripts/test.sh when the two databases' runs go side by side: a file both lock.
+REALTIME_LOCK = os.environ.get("CALLPLANE_TEST_REALTIME_LOCK")
+
+
+@pytest.fixture(autouse=True)
+def one_realtime_test_at_a_time(request: pytest.FixtureRequest) -> Any:
+    """With the two runs side by side, a ``realtime`` test waits until the other run is in none:
+    audio paced by the wall clock then shares the two cores with one ordinary test at most, as
+    it did when the runs went one after the other."""
+    if not REALTIME_LOCK or request.node.get_closest_marker("realtime") is None:
+        yield
+        return
+    import fcntl
+
+    with open(REALTIME_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture(autouse=True, scope="session")
