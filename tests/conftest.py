@@ -190,12 +190,18 @@ def database_template(tmp_path_factory: pytest.TempPathFactory) -> Any:
 _counter = iter(range(10**9))
 
 
+def _free_bytes(path: Path) -> int:
+    found = os.statvfs(path)
+    return found.f_bavail * found.f_frsize
+
+
 @pytest.fixture(scope="session")
 def _sqlite_files(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Where the tests' SQLite files live: in memory-backed /dev/shm where there is one, so the
-    checkpoint on closing a database is no disk flush. Each file is removed after its test."""
+    """Where the tests' SQLite files live: in memory-backed /dev/shm where there is one with
+    room (a container's may have 64 MiB), so the checkpoint on closing a database is no disk
+    flush. Each file is removed after its test."""
     shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+    if not (shm.is_dir() and os.access(shm, os.W_OK) and _free_bytes(shm) >= 2**30):
         yield tmp_path_factory.mktemp("sqlite")
         return
     root = Path(tempfile.mkdtemp(prefix="callplane-tests-", dir=shm))
