@@ -14,7 +14,7 @@ from typing import Any
 
 from callplane.agent_tests.judge import caller_line
 from callplane.agents.config import read_config
-from callplane.agents.conversations import Scene, rounds
+from callplane.agents.conversations import Scene, redactor, rounds
 from callplane.agents.text_tools import ToolRunner
 from callplane.brain.base import Brain
 from callplane.brain.history import ChatHistory, Said
@@ -43,8 +43,9 @@ async def play_text(
     *,
     caller_model: str | None,
 ) -> Played:
-    played = Played()
     typed = read_config(config)
+    # Test runs store their transcripts too: redacted as a call's are.
+    played = Played(ChatHistory(redactor=redactor(typed)))
     for said in (scene.disclosure, scene.opening):
         if said:
             played.history.add(Said("assistant", said))

@@ -22,6 +22,7 @@ from pydantic import (
 
 from callplane.errors import InvalidInput
 from callplane.kit.schemas import LANGUAGE_TAG, UUID_TEXT, Analyzer, SafeStr
+from callplane.privacy.redaction import ENTITIES
 from callplane.speech.models import known_language
 from callplane.tools.config import Strict as _Strict
 from callplane.tools.config import ToolConfig
@@ -57,6 +58,25 @@ class Knowledge(_Strict):
 
     knowledge_base_id: Annotated[str, StringConstraints(pattern=UUID_TEXT)]
     auto: bool = False
+
+
+def _known_entity(entity: str) -> str:
+    if entity not in ENTITIES:
+        raise ValueError(f"unknown entity: {entity} (one of {', '.join(ENTITIES)})")
+    return entity
+
+
+class Redaction(_Strict):
+    """``redaction`` (docs/privacy.md#redaction): what is replaced by ``[entity]`` tokens in
+    everything the call stores or sends."""
+
+    entities: Annotated[
+        list[Annotated[str, AfterValidator(_known_entity)]], Field(max_length=len(ENTITIES))
+    ] = []
+    #: Each redacted stretch of the recording is covered with a tone.
+    recordings: bool = False
+    #: The brain is sent the redacted text as well.
+    llm: bool = False
 
 
 def _unique_tool_names(tools: list[Any]) -> list[Any]:
@@ -156,6 +176,7 @@ class AgentConfig(_Strict):
     retention_days: Annotated[int, Field(ge=1, le=3_650)] | None = None
     #: False: the call's audio is never stored at all.
     store_recordings: bool | None = None
+    redaction: Redaction | None = None
 
 
 def _path(loc: tuple[str | int, ...]) -> str:

@@ -24,6 +24,7 @@ from callplane.brain.build import build_brain
 from callplane.brain.history import ChatHistory, Said, ToolAnswered, ToolCalled
 from callplane.contacts.identifiers import normalize_identifier
 from callplane.errors import InvalidInput, Unavailable
+from callplane.privacy.redaction import Redactor
 from callplane.runtime import Runtime
 from callplane.tools import knowledge
 from callplane.tools.toolbox import Toolbox
@@ -36,6 +37,11 @@ def stored(part: Any) -> dict[str, Any]:
     """A part of the typed config as the commit stores it (what a tool reads its settings from,
     as on a call)."""
     return dict(part.model_dump(mode="json", exclude_unset=True))
+
+
+def redactor(config: AgentConfig) -> Redactor | None:
+    """The config's ``redaction`` as a call applies it (None: nothing redacted)."""
+    return Redactor.from_config(stored(config.redaction) if config.redaction is not None else None)
 
 
 def brain_tools(config: AgentConfig) -> list[dict[str, Any]]:
@@ -96,7 +102,7 @@ async def take_turn(
         raise InvalidInput("ref: no such branch or commit of this agent", loc=("body",))
     config, commit_id, secret = read_config(commit.config), str(commit.id), agent.tools_secret
     scene = await prepare(session, organization_id, config, body.params, body.contact)
-    history = ChatHistory()
+    history = ChatHistory(redactor=redactor(config))
     for message in body.messages:
         history.add(Said(message.role, message.text))
     #: The request's own lines: what the agent says comes after them.

@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar
 import orjson
 
 from callplane.brain.base import Message
+from callplane.privacy.redaction import Redactor
 
 DEFAULT_CALL_PROMPT = (
     "You are a friendly, concise voice agent on a telephone call. Answer in one or two short "
@@ -71,11 +72,16 @@ class ChatHistory:
     #: The SPEC transcript, one entry per item at the same index (``transcript`` projection).
     transcript: list[dict[str, Any]] = field(default_factory=list)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    #: The conversation's redaction (docs/privacy.md#redaction). This is the one place lines,
+    #: tool calls and answers enter the history, so the transcript (what is stored, summarised,
+    #: analysed and sent in events and webhooks) never holds what it replaces; with ``llm``
+    #: the items, and so what the brain is sent, are redacted too.
+    redactor: Redactor | None = None
 
     def __post_init__(self) -> None:
         if self.transcript and not self.items:
             raise ValueError("a history is not rebuilt from a transcript (it has no call ids)")
-        self.transcript[:] = [entry_of(item) for item in self.items]
+        self.transcript[:] = [self._entry(item) for item in self.items]
 
     def call_id(self) -> str:
         return f"call_{next(self._ids)}"
@@ -87,9 +93,25 @@ class ChatHistory:
         else:
             keys = [i.timestamp or 0.0 for i in self.items]
             index = bisect.bisect_right(keys, item.timestamp)
+        entry = self._entry(item)
         self.items.insert(index, item)
-        self.transcript.insert(index, entry_of(item))
+        self.transcript.insert(index, entry)
         return item
+
+    def _entry(self, item: Item, *, count: bool = True) -> dict[str, Any]:
+        """The item's transcript entry, redacted (and, with ``llm``, the item as well)."""
+        redactor = self.redactor
+        if redactor is None:
+            return entry_of(item)
+        if isinstance(item, ToolCalled):
+            arguments = redactor.value(item.arguments, count=count)
+            if redactor.llm:
+                item.arguments = arguments
+            return {**entry_of(item), "arguments": arguments}
+        text = redactor.text(item.text, count=count)
+        if redactor.llm:
+            item.text = text
+        return {**entry_of(item), "text": text}
 
     def remove(self, item: Item) -> None:
         index = self._index(item)
@@ -99,7 +121,7 @@ class ChatHistory:
     def retext(self, item: Said, text: str) -> None:
         """A line cut short: it keeps what was heard of it."""
         item.text = text
-        self.transcript[self._index(item)]["text"] = text
+        self.transcript[self._index(item)]["text"] = self._entry(item, count=False)["text"]
 
     def _index(self, item: Item) -> int:
         return next(n for n, candidate in enumerate(self.items) if candidate is item)

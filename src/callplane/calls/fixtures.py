@@ -113,6 +113,7 @@ _CALL_COLUMNS = (
     "analysis_results",
     "summary",
     "transcript_deleted_at",
+    "redactions",
     "keyterms",
     "first_message",
     "simulate",
@@ -332,6 +333,7 @@ def _rows(org: int, encoding: BulkInsert, chunk: list[CallItem]) -> _Rows:
                 json(_stored(_ANALYSIS_RESULTS, item.analysis_results)),
                 item.summary,
                 None,  # retention has not deleted its transcript
+                None,  # no agent's redaction ran on it
                 json(item.keyterms),
                 item.first_message,
                 None,  # a loaded call is history: it is never dialled

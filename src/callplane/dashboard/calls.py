@@ -174,6 +174,7 @@ async def call_page(
         answers=tool_answers(transcript, timeline),
         transfer=transfer,
         transfer_at=transfer_at,
+        redactions=call.redactions,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from callplane.brain import Brain, run_analyzers, summarize
@@ -18,6 +19,7 @@ from callplane.engine.lifecycle import MoveRequest, analyzed, apply_moves
 from callplane.kit.tenancy import update_owned
 from callplane.models.base import utcnow
 from callplane.models.calls import Call, CallEvent
+from callplane.privacy.redaction import Redactor
 from callplane.runtime import Runtime
 
 #: Makes one move of a call (the worker's ``GroupCommit.apply``): the call as moved, or None.
@@ -34,11 +36,18 @@ async def analyze_call(
     latencies: Sequence[float] = (),
     apply_move: ApplyMove | None = None,
     summary_prompt: str | None = None,
+    redactor: Redactor | None = None,
 ) -> None:
     """Summary and analyzers (the slow part, outside any transaction), then one write: through
-    the worker's group commit (``apply_move``) when there is one."""
+    the worker's group commit (``apply_move``) when there is one. They read the transcript,
+    redacted already; what they write is redacted too (the brain may know a value from the
+    prompt's variables)."""
     summary = await summarize(brain, transcript, summary_prompt)
     results = await run_analyzers(brain, analyzers, transcript) if analyzers else []
+    if redactor is not None:
+        if summary.text:
+            summary = replace(summary, text=redactor.text(summary.text, count=False))
+        results = redactor.value(results, count=False)
     data: dict[str, Any] = {
         "summary_by": "brain" if brain is not None and summary.error is None else "extractive",
         "analysis_errors": sum(1 for r in results if r.get("error")),

@@ -85,6 +85,8 @@ class AgentSpec:
     summary_language: str | None = None
     #: False (the config's ``store_recordings``): the call's audio is not kept.
     store_recordings: bool = True
+    #: The config's ``redaction`` (``{"entities", "recordings", "llm"}``; None: nothing redacted).
+    redaction: Mapping[str, Any] | None = None
     #: ``{{names}}`` found nowhere, sorted (docs/agents.md: the ``agent.started`` event lists them).
     missing_variables: tuple[str, ...] = ()
 
@@ -189,6 +191,7 @@ def resolve_agent_spec(
         },
         summary_language=commit.summary_language,
         store_recordings=commit.store_recordings is not False,
+        redaction=_stored(commit.redaction) if commit.redaction is not None else None,
     )
 
 

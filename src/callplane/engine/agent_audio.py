@@ -27,6 +27,7 @@ from callplane.engine.conversation.endpointing import Endpointing
 from callplane.engine.conversation.listening import Listener
 from callplane.engine.conversation.speaking import Speaker
 from callplane.engine.conversation.turn_loop import AGENT_HANGUP, TranscriptLog, TurnLoop
+from callplane.privacy.redaction import Redactor
 from callplane.runtime import Runtime
 from callplane.speech.base import Synthesizer, Transcriber
 from callplane.speech.engines import shared_synthesizers
@@ -220,7 +221,11 @@ async def play_audio(
             endpointing=Endpointing.from_settings(settings),
         ),
         speaker=Speaker(caller, synthesizer),
-        transcript=TranscriptLog(entries, lambda: time.monotonic() - began),
+        transcript=TranscriptLog(
+            entries,
+            lambda: time.monotonic() - began,
+            redactor=Redactor.from_config(spec.redaction),
+        ),
         spec=spec,
         brain=brain,
         report=report,

@@ -20,6 +20,7 @@ from callplane.engine.claim import claim_calls
 from callplane.engine.conversation.session import CallContext, after_call, hold_conversation
 from callplane.engine.lifecycle import CallRef
 from callplane.engine.recorded_clock import restamp_transcript, restamp_turns
+from callplane.engine.recording_redaction import redacted_stretches
 from callplane.engine.switchboard import Switchboard
 from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
@@ -31,6 +32,7 @@ from callplane.models.external_calls import Recording
 from callplane.models.phone_numbers import PhoneNumber
 from callplane.observability import metrics
 from callplane.observability.tracing import traced
+from callplane.privacy.tone import tone_wav
 from callplane.recordings.service import put_call_recording
 from callplane.runtime import Runtime
 from callplane.telephony.base import (
@@ -177,12 +179,17 @@ async def _finish(
             ended_at = min(ended_at, by_recording)
         keep = context.spec is None or context.spec.store_recordings
         if recording is not None and recording.data and keep:
+            redactor = context.redactor
+            data = recording.data
+            if redactor is not None and redactor.recordings and redactor.said:
+                stretches = redacted_stretches(redactor, recording, context.transcript)
+                data = await asyncio.to_thread(tone_wav, data, stretches)
             row = await put_call_recording(
                 board.jobs.runtime,
                 ref.organization_id,
                 ref.call_id,
                 recording.content_type,
-                recording.data,
+                data,
                 context.started_at,
             )
             stored.append((Recording, row))
@@ -191,7 +198,13 @@ async def _finish(
     # The recording's row is written with the completion (its audio is already in storage).
     completed = await board.moves.apply(
         lifecycle.hung_up(
-            ref, context.started_at, reason, context.transcript, ended_at, rows=stored
+            ref,
+            context.started_at,
+            reason,
+            context.transcript,
+            ended_at,
+            rows=stored,
+            redactions=context.redactor.summary() if context.redactor is not None else None,
         )
     )
     if completed is None and stored:

@@ -252,15 +252,20 @@ def hung_up(
     transcript: list[dict[str, Any]],
     ended_at: datetime | None = None,
     rows: list[tuple[type[Base], dict[str, Any]]] | None = None,
+    redactions: dict[str, int] | None = None,
 ) -> MoveRequest:
     """``ended_at``: when the line went down, if the network knows better than now; ``rows``:
-    written with the completion (the call's recording)."""
+    written with the completion (the call's recording); ``redactions``: what the agent's
+    redaction replaced, by entity."""
     now = ended_at or utcnow()
     duration = whole_seconds(started_at, now)
+    values: dict[str, Any] = {"ended_at": now, "duration": duration, "transcripts": transcript}
+    if redactions is not None:
+        values["redactions"] = redactions
     return MoveRequest(
         HUNG_UP,
         ref,
-        {"ended_at": now, "duration": duration, "transcripts": transcript},
+        values,
         {"reason": reason, "duration": duration},
         rows=rows or [],
     )

@@ -142,6 +142,9 @@ class Call(Base):
     summary: Mapped[str | None] = mapped_column(Text, default=None)
     #: When retention deleted the transcript text and the recording (``engine/call_retention``).
     transcript_deleted_at: Mapped[datetime | None] = mapped_column(default=None)
+    #: What the agent's redaction replaced, by entity (``{"credit_card": 1}``), never the
+    #: values; None when the call's agent redacts nothing.
+    redactions: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     keyterms: Mapped[list[str]] = mapped_column(default=list)
     #: What the agent says first when the call is answered (extension of POST /calls).
     first_message: Mapped[str | None] = mapped_column(Text, default=None)

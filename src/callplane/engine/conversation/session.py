@@ -47,6 +47,7 @@ from callplane.engine.providers import Providers
 from callplane.engine.toolwrites import record_transfer, set_cart
 from callplane.models.base import utcnow
 from callplane.models.calls import Call
+from callplane.privacy.redaction import Redactor
 from callplane.runtime import Runtime
 from callplane.settings import Settings
 from callplane.speech.engines import voice_for_language
@@ -111,6 +112,8 @@ class CallContext:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     #: Seconds from the end of each caller turn to the first media of the agent's reply.
     latencies: list[float] = field(default_factory=list)
+    #: The agent's redaction, once the conversation has started (None: nothing redacted).
+    redactor: Redactor | None = None
     _started_monotonic: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
@@ -185,8 +188,12 @@ async def hold_conversation(
         overrides.add("voice_id")
     language = CallLanguage(runtime.settings, resolved, call_overrides=overrides)
     spec = context.spec = language.spec()
+    context.redactor = Redactor.from_config(spec.redaction)
 
     async def report(type_: str, data: dict[str, Any]) -> None:
+        # The agent's own events (a tool's error text may quote what the caller said).
+        if context.redactor is not None:
+            data = context.redactor.value(data, count=False)
         await record_agent_event(runtime, context.organization_id, context.call_id, type_, data)
 
     started = None
@@ -198,6 +205,9 @@ async def hold_conversation(
     organization_id, call_id = context.organization_id, context.call_id
 
     async def cart(value: dict[str, Any]) -> None:
+        # The cart goes out with the call in every webhook: redacted as the transcript is.
+        if context.redactor is not None:
+            value = context.redactor.value(value, count=False)
         await set_cart(runtime, organization_id, call_id, value)
 
     async def transferred(transfer: Transfer) -> None:
@@ -255,7 +265,12 @@ async def hold_conversation(
             endpointing=Endpointing.from_settings(runtime.settings),
         ),
         speaker=Speaker(connection, synthesizer),
-        transcript=TranscriptLog(context.transcript, context.elapsed, language.entry_language),
+        transcript=TranscriptLog(
+            context.transcript,
+            context.elapsed,
+            language.entry_language,
+            redactor=context.redactor,
+        ),
         spec=spec,
         brain=providers.brain,
         report=report,
@@ -286,6 +301,7 @@ async def after_call(context: CallContext, services: ConversationServices) -> No
         context.latencies,
         apply_move=services.apply_move,
         summary_prompt=summary_instructions(spec) if spec is not None else None,
+        redactor=context.redactor,
     )
 
 

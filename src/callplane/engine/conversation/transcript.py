@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from callplane.brain import ChatHistory, Said, ToolCall
 from callplane.brain.history import ToolAnswered, ToolCalled
+from callplane.privacy.redaction import Redactor
 
 
 @dataclass
@@ -25,15 +26,31 @@ class TranscriptLog:
     history: ChatHistory = field(init=False)
     #: Each call's stamp, by id: its answer is never placed before it.
     _called: dict[str, float] = field(default_factory=dict)
+    #: The call's redaction: the history redacts; the log notes where redacted lines were said.
+    redactor: Redactor | None = None
 
     def __post_init__(self) -> None:
-        self.history = ChatHistory(transcript=self.entries)
+        self.history = ChatHistory(transcript=self.entries, redactor=self.redactor)
 
     def _stamp(self, at: float) -> float:
         return round(max(0.0, self.elapsed() - (time.monotonic() - at)), 3)
 
-    def say(self, at: float, role: Literal["user", "assistant"], text: str) -> Said:
-        return self.history.add(Said(role, text, self._stamp(at), self.language()))
+    def say(
+        self,
+        at: float,
+        role: Literal["user", "assistant"],
+        text: str,
+        until: float | None = None,
+    ) -> Said:
+        """``until``: when the line ended, if known (a caller's turn)."""
+        redactor = self.redactor
+        before = redactor.total() if redactor is not None else 0
+        said = self.history.add(Said(role, text, self._stamp(at), self.language()))
+        if redactor is not None and redactor.covers(role, text, redactor.total() > before):
+            assert said.timestamp is not None
+            end = self._stamp(until) if until is not None else None
+            redactor.said.append((role, said.timestamp, end))
+        return said
 
     def call(self, at: float, call: ToolCall) -> ToolCall:
         """Record the brain's call; the call as the toolbox runs it, with the history's id."""

@@ -273,7 +273,7 @@ class TurnLoop:
         if self._ending:
             if isinstance(event, CallerSaid) and self.answered_by == "voicemail":
                 # The greeting's words, recognised after the message began: still kept.
-                self.transcript.say(event.started_at, "user", event.text)
+                self.transcript.say(event.started_at, "user", event.text, event.ended_at)
             return
         self._last_heard = time.monotonic()
         reply = self._reply
@@ -301,7 +301,7 @@ class TurnLoop:
                 heard = self.language.heard(event.text)
                 if heard is not None:
                     await self.use_language(heard)
-            self.transcript.say(event.started_at, "user", event.text)
+            self.transcript.say(event.started_at, "user", event.text, event.ended_at)
             if not self._awaiting_greeting and self.spec.opts_out(event.text):
                 self._opt_out()
                 return
