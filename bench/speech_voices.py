@@ -8,6 +8,8 @@ reply     reply latency of the whole audio turn loop on ``bench/conversation.py`
           lines (real time, VAD, end of turn, Whisper tiny.en, the stub brain with no think
           time, the first sentence synthesised), for each of smart / silence x Piper /
           espeak-ng. Latency = from the caller's last voiced frame to the reply's first frame.
+          ``--modes`` picks the endpointing modes, ``--speculative on,off`` runs each with and
+          without speculative replies (the brain asked on the pause's words), interleaved.
 capacity  N such conversations at once on one worker process (one Whisper model, one Piper
           process shared): reply latency as N grows (--calls 1,2,4,8), with the mean of each
           phase of a turn (end of turn, recognition, brain's first token, first audio), the
@@ -59,6 +61,13 @@ from callplane.speech.synthesis import EspeakSynthesizer  # noqa: E402
 from callplane.speech.transcriber import WhisperTranscriber, shared_transcriber  # noqa: E402
 
 PIPER = "piper:en_US-joe-medium"
+#: Turns a text guess waits long for (600 ms after a number): a speculative reply's case.
+NUMBER_LINES = [
+    "My phone number is four one five, five five five, zero one three two.",
+    "The booking reference is seven seven two four.",
+    "We will be six.",
+    "My date of birth is the third of March, nineteen eighty five.",
+]
 FIRST_SENTENCES = [
     "Of course, I can do that for you.",
     "Thanks for calling Acme Dental.",
@@ -112,6 +121,7 @@ async def conversation(
     delay: float = 0.0,
     replies_at: list[float] | None = None,
     spec: AgentSpec | None = None,
+    speculative: bool = True,
 ) -> list[float]:
     """Reply latencies (s) of one conversation; ``replies_at`` gets when each reply began."""
     await asyncio.sleep(delay)
@@ -126,7 +136,9 @@ async def conversation(
 
     loop = TurnLoop(
         connection=caller,
-        listener=Listener(caller, transcriber=transcriber, endpointing=endpointing),
+        listener=Listener(
+            caller, transcriber=transcriber, endpointing=endpointing, tell_guesses=speculative
+        ),
         speaker=Speaker(caller, synth),
         transcript=TranscriptLog(entries, lambda: time.monotonic() - started),
         spec=spec or AgentSpec(agent_speaks_first=False),
@@ -146,25 +158,49 @@ async def conversation(
 
 
 async def bench_reply(
-    voices: dict[str, Synthesizer], transcriber: WhisperTranscriber, turns: int
+    voices: dict[str, Synthesizer],
+    transcriber: WhisperTranscriber,
+    turns: int,
+    modes: Sequence[str] = ("smart", "silence"),
+    speculation: Sequence[bool] = (True,),
+    said: Sequence[str] = CALLER_LINES,
 ) -> None:
-    """The four combinations take turns, two caller lines at a time, so that a machine whose
-    load drifts during the run weighs on each of them alike."""
+    """The combinations take turns, two caller lines at a time, so that a machine whose load
+    drifts during the run weighs on each of them alike."""
     espeak = EspeakSynthesizer()
-    lines = [_trim(espeak.synthesize(line, 8000)) for line in CALLER_LINES]
-    combos = [(mode, name) for mode in ("smart", "silence") for name in voices]
-    latencies: dict[tuple[str, str], list[float]] = {combo: [] for combo in combos}
+    lines = [_trim(espeak.synthesize(line, 8000)) for line in said]
+    combos = [(m, n, s) for m in modes for n in voices for s in speculation]
+    latencies: dict[tuple[str, str, bool], list[float]] = {combo: [] for combo in combos}
     print(f"reply latency, {turns} turns each, interleaved (ms):")
     with StubLLM(replies=[AGENT_REPLY]) as stub:
         for start in range(0, turns, 2):
             pair = [lines[(start + k) % len(lines)] for k in range(min(2, turns - start))]
-            for mode, name in combos:
+            for mode, name, speculative in combos:
                 endpointing = Endpointing(mode=mode)  # type: ignore[arg-type]
-                latencies[(mode, name)] += await conversation(
-                    pair, transcriber, voices[name], endpointing, stub.base_url
+                latencies[(mode, name, speculative)] += await conversation(
+                    pair,
+                    transcriber,
+                    voices[name],
+                    endpointing,
+                    stub.base_url,
+                    speculative=speculative,
                 )
-    for mode, name in combos:
-        print(f"  {mode:8} {name:24} {ms(latencies[(mode, name)])}")
+    kept, discarded = _speculations()
+    for mode, name, speculative in combos:
+        guessing = "speculative" if speculative else "after turn"
+        print(f"  {mode:8} {name:24} {guessing:12} {ms(latencies[(mode, name, speculative)])}")
+    if any(speculation):
+        print(f"  speculative replies: {kept:.0f} kept, {discarded:.0f} discarded")
+
+
+def _speculations() -> tuple[float, float]:
+    from prometheus_client import REGISTRY
+
+    name = "callplane_speculative_replies_total"
+    return (
+        REGISTRY.get_sample_value(name, {"outcome": "kept"}) or 0.0,
+        REGISTRY.get_sample_value(name, {"outcome": "discarded"}) or 0.0,
+    )
 
 
 SPANISH_LINES = [
@@ -317,6 +353,18 @@ def main() -> None:
     parser.add_argument("--parts", default="first,reply,capacity")
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--modes", default="smart,silence", help="reply part: endpointing modes")
+    parser.add_argument(
+        "--speculative",
+        default="on",
+        help="reply part: speculative replies on, off, or on,off side by side",
+    )
+    parser.add_argument(
+        "--lines",
+        default="calls",
+        help="reply part: calls (the caller's usual lines) or numbers (turns ending in a number)",
+    )
+    parser.add_argument("--voices", default=f"{PIPER},espeak-ng:en-us", help="reply part")
     parser.add_argument(
         "--calls", default="1,2,4,8", help="capacity part: conversations at once, comma-separated"
     )
@@ -354,7 +402,16 @@ def main() -> None:
         if "first" in parts:
             bench_first(voices, args.repeats)
         if "reply" in parts:
-            asyncio.run(bench_reply(voices, transcriber, args.turns))
+            asyncio.run(
+                bench_reply(
+                    {name: voices[name] for name in args.voices.split(",")},
+                    transcriber,
+                    args.turns,
+                    args.modes.split(","),
+                    [flag == "on" for flag in args.speculative.split(",")],
+                    NUMBER_LINES if args.lines == "numbers" else CALLER_LINES,
+                )
+            )
         if "languages" in parts:
             asyncio.run(bench_languages(args.turns))
         if "capacity" in parts:

@@ -22,7 +22,7 @@ from callplane.engine.conversation.listening import Listener
 from callplane.engine.conversation.speaking import Speaker
 from callplane.engine.conversation.turn_loop import TranscriptLog, TurnLoop
 from callplane.speech.base import Segment, Synthesizer, Transcriber
-from callplane.speech.vad import SpeechStarted, TurnEnded, TurnEvent
+from callplane.speech.vad import SpeechPaused, SpeechStarted, TurnEnded, TurnEvent
 from callplane.telephony.base import (
     SAMPLE_RATE,
     SAMPLE_WIDTH,
@@ -87,12 +87,28 @@ class FakeConnection(Connection):
 
 
 class FakeDetector:
-    """The turn detector, reading the caller's marked frames instead of voice activity."""
+    """The turn detector, reading the caller's marked frames instead of voice activity: ``B``
+    speech starts, ``~V<ms>`` that much more voice, ``~P<text>`` a pause after ``text``,
+    ``E<text>`` the turn ends."""
+
+    def __init__(self) -> None:
+        self.voiced_ms = 0
+        self.silent_ms = 0
 
     def push(self, pcm: bytes) -> list[TurnEvent]:
         if pcm.startswith(b"B"):
+            self.voiced_ms = self.silent_ms = 0
             return [SpeechStarted()]
+        if pcm.startswith(b"~V"):
+            if self.silent_ms:
+                self.voiced_ms = self.silent_ms = 0  # a new stretch after the pause
+            self.voiced_ms += int(pcm[2:])
+            return []
+        if pcm.startswith(b"~P"):
+            self.silent_ms = 120
+            return [SpeechPaused(audio=pcm[2:])]
         if pcm.startswith(b"E"):
+            self.voiced_ms = self.silent_ms = 0
             return [TurnEnded(audio=pcm[1:], silence_seconds=0.0)]
         return []
 
@@ -194,6 +210,8 @@ class Conversation:
     brain: Brain | None = None
     answered_by: str = "human"
     ms_per_char: float = 1.0
+    #: The listener tells its pauses' guesses (a speculative reply starts on them).
+    speculative: bool = False
     connection: FakeConnection = field(init=False)
     synthesizer: FakeSynthesizer = field(init=False)
     transcriber: FakeTranscriber = field(init=False)
@@ -223,6 +241,7 @@ class Conversation:
                 transcriber=self.transcriber,
                 hints=self.spec.keyterms,
                 detector=FakeDetector,
+                tell_guesses=self.speculative,
             ),
             speaker=Speaker(self.connection, self.synthesizer),
             transcript=TranscriptLog(self.transcript, lambda: time.monotonic() - began),
@@ -244,6 +263,17 @@ class Conversation:
 
     def says(self, text: str) -> None:
         self.connection.send(b"B")
+        self.connection.send(b"E" + text.encode())
+
+    def voices(self, ms: int) -> None:
+        """More of the caller's voice (its words come with the pause or the end after it)."""
+        self.connection.send(b"~V%d" % ms)
+
+    def pauses(self, text: str) -> None:
+        """A pause after the caller said ``text`` (the turn so far)."""
+        self.connection.send(b"~P" + text.encode())
+
+    def ends_turn(self, text: str) -> None:
         self.connection.send(b"E" + text.encode())
 
     def hangs_up(self) -> None:

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
+from callplane.engine.conversation.speculation import normal
 from callplane.speech.synthesis import EspeakSynthesizer
 from tests.conftest import AppFactory, client_for
 from tests.llm_stub import Reply, StubLLM
@@ -37,6 +39,16 @@ def _speech(text: str) -> bytes:
 
 def _silence(seconds: float) -> bytes:
     return bytes(int(seconds * RATE) * 2)
+
+
+def _speculations() -> tuple[float, float]:
+    """Speculative replies (``CALLPLANE_SPECULATIVE_REPLY``, on by default) kept and discarded so
+    far in this process."""
+    name = "callplane_speculative_replies_total"
+    return tuple(  # type: ignore[return-value]
+        REGISTRY.get_sample_value(name, {"outcome": outcome}) or 0.0
+        for outcome in ("kept", "discarded")
+    )
 
 
 def _level(samples: list[int], start: float, end: float) -> float:
@@ -84,8 +96,12 @@ async def test_the_caller_is_heard_and_the_agents_reply_is_heard_after(
         llm_base_url=brain.base_url,
         llm_timeout_seconds=10,
         max_call_seconds=25,
+        # Long enough for the pause's words to be read before the turn ends on a quiet machine,
+        # so the brain is asked on them (a speculative reply) and its end_call kept.
+        end_of_turn_ms_complete=700,
     )
     brain.replies = [Reply("Certainly, a table for four on Friday. Goodbye!", "end_call")]
+    guessed = _speculations()
     org = await _org(app)
     async with client_for(app) as client:
         call_id = await _place(client, org, agent_speaks_first=False, keyterms=["table", "Friday"])
@@ -111,6 +127,14 @@ async def test_the_caller_is_heard_and_the_agents_reply_is_heard_after(
         ("tool", "end_call"),
     ]
     assert call["transcripts"][1]["text"] == "Certainly, a table for four on Friday. Goodbye!"
+    # Whether the brain was asked on the caller's pause depends on how fast recognition is:
+    # either way the answer heard was asked with the turn's final words, its end_call ran once
+    # (above), and only a discarded guess cost a request more.
+    kept, discarded = (now - then for now, then in zip(_speculations(), guessed, strict=True))
+    requests = brain.streamed_requests()
+    assert kept <= 1 and 1 <= len(requests) <= 1 + discarded
+    asked = [m["content"] for m in requests[-1]["messages"] if m["role"] == "user"]
+    assert normal(asked[-1]) == normal(user[0]["text"])
 
     agent, far_end, _ = wav_channels(data)
     [caller_span] = _voiced_spans(far_end)

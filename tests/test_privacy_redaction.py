@@ -221,13 +221,13 @@ def test_the_tone_covers_only_its_channel_and_stretch() -> None:
         wav.setsampwidth(2)
         wav.setframerate(rate)
         wav.writeframes(silence)
-    toned = tone_wav(buffer.getvalue(), [(1, 1.5, 2.0)])
+    toned = tone_wav(buffer.getvalue(), [(1, 0.5, 2.5)])
     with wave.open(io.BytesIO(toned)) as wav:
         frames = wav.readframes(wav.getnframes())
     samples = memoryview(frames).cast("h")
     agent, caller = samples[0::2], samples[1::2]
     assert not any(agent)
-    # The margins widen 1.5-2.0 s to 0.5-2.5 s; a 1 kHz tone at 8 kHz peaks every 8 samples.
+    # A 1 kHz tone at 8 kHz peaks every 8 samples.
     assert not any(caller[: int(0.5 * rate)]) and not any(caller[int(2.5 * rate) :])
     peak = max(abs(s) for s in caller[rate : rate + 8])
     assert math.isclose(peak, 0.25 * 32767, rel_tol=0.05)
@@ -255,9 +255,10 @@ def test_redacted_lines_become_stretches_of_their_channel() -> None:
     ]
     recording = Recording("audio/wav", b"", 10.0)
     # A caller's line from its start to its end (to the recording's end when unknown), an
-    # agent's until its next line.
+    # agent's until its next line; a second before and half a second after, within the
+    # recording.
     assert redacted_stretches(redactor, recording, transcript) == [
-        (1, 1.0, 2.5),
-        (0, 3.0, 5.0),
-        (1, 6.0, 10.0),
+        (1, 0.0, 3.0),
+        (0, 2.0, 5.5),
+        (1, 5.0, 10.0),
     ]

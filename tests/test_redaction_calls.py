@@ -117,11 +117,15 @@ async def test_a_call_stores_and_sends_only_the_token(make_app: Any, llm: StubLL
     # period of 8 samples at 8 kHz), the agent's side of it left alone.
     assert audio.status_code == 200
     _agent, far_end = _channels(audio.content)
+    # Where in the line depends on whether its words were placed when heard again after the
+    # call (docs/privacy.md#redaction): the whole line, or from the card on.
     [line] = [e for e in call["transcripts"] if e.get("text") == "My card is [credit_card]."]
-    start = int((line["timestamp"] + 0.3) * 8000)
-    stretch = far_end[start : start + 800]
-    assert max(stretch) > 7000 and all(
-        abs(a - b) < 200 for a, b in zip(stretch, stretch[8:], strict=False)
+    start = int(line["timestamp"] * 8000)
+    stretches = [far_end[at : at + 800] for at in range(start, start + 10 * 8000, 400)]
+    assert any(
+        max(stretch) > 7000
+        and all(abs(a - b) < 200 for a, b in zip(stretch, stretch[8:], strict=False))
+        for stretch in stretches
     )
 
     # The call page shows what was replaced, by entity, never the values.

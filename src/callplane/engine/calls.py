@@ -20,7 +20,7 @@ from callplane.engine.claim import claim_calls
 from callplane.engine.conversation.session import CallContext, after_call, hold_conversation
 from callplane.engine.lifecycle import CallRef
 from callplane.engine.recorded_clock import restamp_transcript, restamp_turns
-from callplane.engine.recording_redaction import redacted_stretches
+from callplane.engine.recording_redaction import covered_stretches
 from callplane.engine.switchboard import Switchboard
 from callplane.jobs import TaskContext, WorkerTask
 from callplane.kit import wakeups
@@ -182,7 +182,10 @@ async def _finish(
             redactor = context.redactor
             data = recording.data
             if redactor is not None and redactor.recordings and redactor.said:
-                stretches = redacted_stretches(redactor, recording, context.transcript)
+                language = context.spec.language if context.spec is not None else "en"
+                stretches = await covered_stretches(
+                    redactor, recording, context.transcript, board.settings, language
+                )
                 data = await asyncio.to_thread(tone_wav, data, stretches)
             row = await put_call_recording(
                 board.jobs.runtime,

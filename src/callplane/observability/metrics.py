@@ -74,6 +74,14 @@ recognition_audio_seconds = Counter(
     "Length of the caller audio recognised (against callplane_recognition_seconds_sum).",
 )
 
+#: kept: the turn ended on the words the brain was asked with early; discarded: it did not.
+SPECULATION_OUTCOMES = ("kept", "discarded")
+speculative_replies = Counter(
+    "callplane_speculative_replies",
+    "Replies asked of the brain on a pause's words before the turn was over, by outcome.",
+    ["outcome"],
+)
+
 # -- brain and tools ---------------------------------------------------------------------------
 
 BRAIN_ERROR_KINDS = ("timeout", "error")
@@ -191,6 +199,11 @@ def observe_recognition(pcm_bytes: int, seconds: float) -> None:
 
     recognition_seconds.observe(seconds)
     recognition_audio_seconds.inc(pcm_bytes / (SAMPLE_RATE * SAMPLE_WIDTH))
+
+
+def count_speculation(kept: bool) -> None:
+    """A speculative reply used or thrown away (``engine.conversation.speculation``)."""
+    speculative_replies.labels("kept" if kept else "discarded").inc()
 
 
 def count_brain_error(error: BaseException) -> None:

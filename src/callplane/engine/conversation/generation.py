@@ -9,6 +9,10 @@ results back and asks again, in a new line on the same task, up to ``MAX_TOOL_RO
 
 A brain that is busy (502, 503, 504) or unreachable before its first token is asked once more;
 any other failure, or a second one, is the turn loop's to apologise for.
+
+A caller's turn may have been answered early (``speculate``, on the pause's words: a
+``Speculation``): its first request then reads that answer, if it was asked the same thing;
+otherwise the early answer is discarded, unheard, and the brain is asked now.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from callplane.brain.base import RETRY_AFTER_SECONDS
 from callplane.engine.agent import AgentSpec
 from callplane.engine.conversation.reply import Reply
 from callplane.engine.conversation.speaking import Speaker
+from callplane.engine.conversation.speculation import Speculation
 from callplane.engine.conversation.transcript import TranscriptLog
 from callplane.observability import turns
 from callplane.tools import ToolContext, knowledge
@@ -83,6 +88,8 @@ class Generation:
     report: Report
     #: Event writes not awaited where they were started (a cancelled tool use's).
     _background: set[asyncio.Task[Any]] = field(default_factory=set)
+    #: The answer asked on the caller's last pause, for the turn it may turn out to be.
+    _speculation: Speculation | None = None
 
     def __post_init__(self) -> None:
         self.tool_context.say = self.say_for_tool
@@ -97,11 +104,31 @@ class Generation:
         """The brain's answer into ``reply`` (to the caller's words ``heard``, None for the
         opening); when it asks for tools, they run, their results go back and the brain
         answers again, in a line of its own."""
+        speculation, self._speculation = self._speculation, None
+        try:
+            return await self._answer(reply, caller_ended_at, timing, heard, speculation)
+        finally:
+            if speculation is not None:
+                speculation.discard()  # nothing if it was kept
+
+    async def _answer(
+        self,
+        reply: Reply,
+        caller_ended_at: float | None,
+        timing: turns.TurnTiming | None,
+        heard: str | None,
+        speculation: Speculation | None,
+    ) -> Answered:
         if heard is not None:
             await self._consult(heard)
+        else:
+            speculation = None
         rounds = 0
         while True:
-            calls = await self._generate(reply, caller_ended_at, rounds < MAX_TOOL_ROUNDS, timing)
+            calls = await self._generate(
+                reply, caller_ended_at, rounds < MAX_TOOL_ROUNDS, timing, speculation
+            )
+            speculation = None
             rounds += 1
             if calls is None:
                 return Answered(reply, reply, failed=True)
@@ -120,8 +147,31 @@ class Generation:
                 caller_ended_at, timing = None, None
             reply = follow
 
+    def speculate(self, heard: str, began_at: float) -> None:
+        """Ask the brain now for the answer to ``heard``, the words of a caller's turn begun at
+        ``began_at`` that may not be over: read ahead, unheard, for ``answer`` to keep or
+        discard. Not with ``knowledge.auto``: its search of the final words comes first."""
+        self.drop_speculation()
+        if knowledge.auto_enabled(self.spec.knowledge):
+            return
+        self._speculation = Speculation.start(
+            self.brain,
+            self.spec,
+            self.transcript.messages_if(began_at, heard, self.spec.prompt),
+            self.toolbox.definitions(),
+            self.speaker,
+            heard,
+        )
+
+    def drop_speculation(self) -> None:
+        """The caller went on: the early answer is not the turn's."""
+        if self._speculation is not None:
+            self._speculation.discard()
+            self._speculation = None
+
     async def settle(self) -> None:
         """Wait for the event writes still under way (before the call ends)."""
+        self.drop_speculation()
         for task in list(self._background):
             try:
                 await task
@@ -134,13 +184,21 @@ class Generation:
         caller_ended_at: float | None,
         offer_tools: bool,
         timing: turns.TurnTiming | None = None,
+        speculation: Speculation | None = None,
     ) -> list[ToolCall] | None:
-        """One brain request, spoken into ``reply`` and recorded; the tools it asked for
-        (recorded too), or None when the brain failed."""
+        """One brain request (or the early answer to it, ``speculation``, if it was asked the
+        same), spoken into ``reply`` and recorded; the tools it asked for (recorded too), or
+        None when the brain failed."""
         messages = self.transcript.messages(self.spec.prompt)
         tools = self.toolbox.definitions() if offer_tools else []
-        stream: asyncio.Queue[ReplyEvent | BrainError | None] = asyncio.Queue()
-        thinking = asyncio.create_task(_think(self.brain, self.spec, messages, tools, stream))
+        stream: asyncio.Queue[ReplyEvent | BrainError | None]
+        if speculation is not None and speculation.fits(messages, tools, self.spec):
+            stream, thinking = speculation.keep()
+        else:
+            if speculation is not None:
+                speculation.discard()
+            stream = asyncio.Queue()
+            thinking = asyncio.create_task(_think(self.brain, self.spec, messages, tools, stream))
         # Nothing said yet on this line: its first words may go ahead of their sentence.
         splitter = SentenceSplitter(opening_clause=not reply.sentences)
         tool_calls: list[ToolCall] = []

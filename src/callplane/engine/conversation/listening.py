@@ -6,7 +6,10 @@ their turn is recognised off the event loop and reported as ``CallerSaid``. Reco
 at the first pause (``SpeechPaused``), while the end of the turn is still being waited for: when
 the turn does end there, its text is ready sooner; when the caller goes on, the guess is
 dropped. That guess's text also decides how long the silence must last (``endpointing``:
-a finished sentence ends the turn sooner than a trailing "my number is"). A line that stops
+a finished sentence ends the turn sooner than a trailing "my number is"). With
+``tell_guesses``, the guess is also told as soon as it is read (``LikelyTurnEnd``), while the
+turn may still go on, and its withdrawal when the caller does (``TurnResumed``): the turn loop
+asks the brain on it (a speculative reply, ``speculation.py``). A line that stops
 sending audio is heard as silence, so a turn still ends when the far end goes quiet by sending
 nothing. Text (the simulated network): each ``TextFrame`` is a whole caller turn.
 
@@ -61,7 +64,22 @@ class CallerGone:
     """The far end hung up: the frames ran out."""
 
 
-CallerEvent = CallerSpeaking | CallerSaid | CallerGone
+@dataclass(frozen=True)
+class LikelyTurnEnd:
+    """The caller paused and the pause's words are read: the turn may be over with them, or
+    go on (a ``TurnResumed`` then, or a ``CallerSaid`` with other words)."""
+
+    text: str
+    #: When the caller began speaking (``CallerSaid.started_at`` of the same turn).
+    started_at: float
+
+
+@dataclass(frozen=True)
+class TurnResumed:
+    """The caller spoke again after a ``LikelyTurnEnd``: its words are not the turn's."""
+
+
+CallerEvent = CallerSpeaking | CallerSaid | CallerGone | LikelyTurnEnd | TurnResumed
 
 
 class Listener:
@@ -73,8 +91,13 @@ class Listener:
         hints: Sequence[str] = (),
         detector: Callable[[], TurnDetector] | None = None,
         endpointing: Endpointing | None = None,
+        tell_guesses: bool = False,
     ) -> None:
         self._connection = connection
+        self._tell_guesses = tell_guesses
+        #: The pause's guess that may still be told (None once the turn ended or went on).
+        self._telling: asyncio.Task[str] | None = None
+        self._told = False
         self._transcriber = transcriber
         self._hints = tuple(hints)
         # A detector given without a policy keeps its own fixed end of turn (tests script it).
@@ -156,11 +179,18 @@ class Listener:
                         abandon = threading.Event()
                         guess = asyncio.create_task(self._recognise(event.audio, abandon))
                         guessed_audio = event.audio
+                        if self._tell_guesses:
+                            self._telling, self._told = guess, False
+                            guess.add_done_callback(
+                                functools.partial(self._tell, out, detector, speech_started)
+                            )
                         if self._endpointing is not None:
                             # Until this pause's text is known, the longest wait holds.
                             detector.end_after(self._endpointing.longest_ms)
                             deciding = asyncio.create_task(self._judge(guess, event.audio))
                     elif isinstance(event, TurnEnded):
+                        # Its ``CallerSaid`` follows: a guess read only now is not worth telling.
+                        self._telling, self._told = None, False
                         if self._endpointing is not None:
                             detector.end_after(self._endpointing.longest_ms)
                             deciding = None
@@ -182,6 +212,10 @@ class Listener:
                     abandon.set()
                     guess.cancel()
                     guess, guessed_audio = None, b""
+                    self._telling = None
+                    if self._told:
+                        self._told = False
+                        out.put_nowait(TurnResumed())
             if delivered is not None:
                 # The caller hung up: their last words still count, if recognised promptly.
                 await asyncio.wait({delivered}, timeout=LAST_TURN_SECONDS)
@@ -190,6 +224,23 @@ class Listener:
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
             out.put_nowait(None)
+
+    def _tell(
+        self,
+        out: asyncio.Queue[CallerEvent | None],
+        detector: TurnDetector,
+        started_at: float,
+        guess: asyncio.Task[str],
+    ) -> None:
+        """The pause's guess is read: told at once if the caller is still silent and the turn
+        not yet over (a done callback: the next frame is up to 20 ms away)."""
+        if guess is not self._telling or guess.cancelled():
+            return
+        self._telling = None
+        text = guess.result()
+        if text and detector.silent_ms > 0:
+            self._told = True
+            out.put_nowait(LikelyTurnEnd(text, started_at))
 
     def _decide(
         self, detector: TurnDetector, judged: asyncio.Task[tuple[str, float | None]]

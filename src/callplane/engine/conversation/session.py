@@ -263,6 +263,7 @@ async def hold_conversation(
             transcriber=language.transcriber() if providers.transcriber is not None else None,
             hints=spec.keyterms,
             endpointing=Endpointing.from_settings(runtime.settings),
+            tell_guesses=runtime.settings.speculative_reply,
         ),
         speaker=Speaker(connection, synthesizer),
         transcript=TranscriptLog(

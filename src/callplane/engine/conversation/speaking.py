@@ -8,6 +8,10 @@ connection does not say when playback ends, so the speaker keeps the time it wil
 duration from when it began) in the ``Reply``. Text: the reply's sentences are played as one
 ``TextFrame`` when the line ends (a simulated person answers each frame).
 
+``prepare`` synthesises a speculative answer's first words before the caller's turn is sure to
+be over (``speculation.py``): nothing of it is played until ``say`` is given the same words,
+and ``forget`` drops it when the guess was wrong.
+
 ``interrupt`` (barge-in) drops whatever is queued; the reply keeps only the sentences the caller
 heard the start of: that, not the whole generated reply, is what the transcript records.
 """
@@ -92,6 +96,8 @@ class Speaker:
         self._held_text: list[str] = []
         #: When everything queued on the connection, of any line, will have been heard.
         self._busy_until = 0.0
+        #: A first part synthesised ahead (``prepare``), not yet said.
+        self._prepared: _Prepared | None = None
 
     def use(self, synthesizer: Synthesizer | None) -> None:
         """Speak the next lines with ``synthesizer`` (the call changed language)."""
@@ -108,7 +114,7 @@ class Speaker:
         first = not reply.sentences
         parts = first_audio_parts(sentence) if first else [sentence]
         for n, part in enumerate(parts):
-            async with contextlib.aclosing(self._synthesize(part, first=first and n == 0)) as audio:
+            async with contextlib.aclosing(self._audio(part, first=first and n == 0)) as audio:
                 begun = False
                 async for pcm in audio:
                     if reply.interrupted:
@@ -127,6 +133,29 @@ class Speaker:
                         await self._connection.play(AudioFrame(pcm[offset : offset + FRAME_BYTES]))
                     self._busy_until = start + len(pcm) / (SAMPLE_RATE * SAMPLE_WIDTH)
                     reply.playout_ends_at = self._busy_until
+
+    def prepare(self, sentence: str) -> None:
+        """Synthesise ``sentence``'s first part as a line's first words would be, ahead and
+        unheard: ``say`` plays it if it is given the same words with the same voice."""
+        self.forget()
+        if self._connection.media == "text" or self._synthesizer is None:
+            return
+        part = first_audio_parts(sentence)[0]
+        self._prepared = _Prepared(part, self._synthesizer, self._synthesize(part, first=True))
+
+    def forget(self) -> None:
+        """Drop what ``prepare`` made (or is making): the words will not be said."""
+        if self._prepared is not None:
+            self._prepared.task.cancel()
+            self._prepared = None
+
+    def _audio(self, text: str, *, first: bool) -> AsyncGenerator[bytes, None]:
+        prepared, self._prepared = self._prepared, None
+        if first and prepared is not None and prepared.fits(text, self._synthesizer):
+            return prepared.chunks()
+        if prepared is not None:
+            prepared.task.cancel()
+        return self._synthesize(text, first=first)
 
     async def _synthesize(self, text: str, *, first: bool) -> AsyncGenerator[bytes, None]:
         """The part's audio as the synthesizer streams it; at least one chunk (empty when
@@ -189,3 +218,45 @@ class Speaker:
         remaining = self._busy_until - time.monotonic()
         if remaining > 0:
             await asyncio.sleep(remaining)
+
+
+class _Prepared:
+    """One part's audio, synthesised into memory as it comes; read back as it grows."""
+
+    def __init__(
+        self, text: str, synthesizer: Synthesizer, audio: AsyncGenerator[bytes, None]
+    ) -> None:
+        self.text = text
+        self.synthesizer = synthesizer
+        self._audio: list[bytes] = []
+        self._grown = asyncio.Event()
+        self._done = False
+        self.task = asyncio.create_task(self._fill(audio))
+
+    def fits(self, text: str, synthesizer: Synthesizer | None) -> bool:
+        return text == self.text and synthesizer is self.synthesizer and not self.task.cancelled()
+
+    async def _fill(self, audio: AsyncGenerator[bytes, None]) -> None:
+        try:
+            async with contextlib.aclosing(audio):
+                async for pcm in audio:
+                    self._audio.append(pcm)
+                    self._grown.set()
+        finally:
+            self._done = True
+            self._grown.set()
+
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
+        read = 0
+        try:
+            while True:
+                while read < len(self._audio):
+                    read += 1
+                    yield self._audio[read - 1]
+                if self._done:
+                    return
+                self._grown.clear()
+                await self._grown.wait()
+        finally:
+            if not self._done:  # the line was cut off before its first words were all made
+                self.task.cancel()

@@ -66,3 +66,15 @@ class TranscriptLog:
 
     def messages(self, call_prompt: str | None) -> list[dict[str, Any]]:
         return self.history.messages(call_prompt)
+
+    def messages_if(self, at: float, text: str, call_prompt: str | None) -> list[dict[str, Any]]:
+        """The messages as they would be once the caller's ``text`` (begun at ``at``) is
+        recorded, without recording it: what a speculative reply is asked with."""
+        redactor = self.redactor
+        if redactor is not None and redactor.llm:
+            # As ``say`` would record it for the brain; not counted: it may never be said.
+            text = redactor.text(text, count=False)
+        # The items are already as the brain reads them: no redactor to redact them again.
+        history = ChatHistory(items=list(self.history.items))
+        history.add(Said("user", text, self._stamp(at), self.language()))
+        return history.messages(call_prompt)

@@ -43,7 +43,9 @@ from callplane.engine.conversation.listening import (
     CallerGone,
     CallerSaid,
     CallerSpeaking,
+    LikelyTurnEnd,
     Listener,
+    TurnResumed,
 )
 from callplane.engine.conversation.reply import Reply
 from callplane.engine.conversation.speaking import Speaker
@@ -281,6 +283,9 @@ class TurnLoop:
             if self._awaiting_greeting:
                 self._leave_message()
             return
+        if isinstance(event, LikelyTurnEnd | TurnResumed):
+            self._guessed(event)
+            return
         disclosure = self._disclosure
         if disclosure is not None and (disclosure.generating or disclosure.playing):
             reply = None  # nothing the caller does cuts the disclosure off, nor what follows it
@@ -313,6 +318,19 @@ class TurnLoop:
             elif self.brain is not None:
                 timing = turns.heard(event)
                 self._start(lambda r: self._answer(r, event.ended_at, timing, event.text))
+
+    def _guessed(self, event: LikelyTurnEnd | TurnResumed) -> None:
+        """A speculative reply (``speculation.py``) on the pause's words, when the agent is
+        quiet; dropped when the caller goes on. (A turn spoken over the agent's line changes
+        that line in the transcript first: an answer asked before would never fit.)"""
+        if self._generation is None:
+            return
+        reply = self._reply
+        quiet = reply is None or not (reply.generating or reply.playing)
+        if isinstance(event, LikelyTurnEnd) and quiet and not self._awaiting_greeting:
+            self._generation.speculate(event.text, event.started_at)
+        else:
+            self._generation.drop_speculation()
 
     async def use_language(self, language: str) -> bool:
         """Speak ``language`` from now on (its preset, voice and recogniser); False when the
