@@ -5,6 +5,7 @@ form that writes."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from typing import Any
 
@@ -93,6 +94,18 @@ async def test_existing_tools_are_edited_with_forms_and_as_json(studio: Any) -> 
     form["tool.1.destinations.1.number"] = "+14155550100"
     checked = await browser.post(f"{url}/check", data=form, headers={"HX-Request": "true"})
     assert "The config is valid." in checked.text
+    # Each field's slot is emptied in place, as it is filled when the check finds a problem.
+    assert '<p class="field-error" id="tool-0-url-error" hx-swap-oob="true"></p>' in checked.text
+    no_url = await browser.post(
+        f"{url}/check",
+        data={**form, "tool.0.url": "", "tool.1.destinations.2.name": "nobody"},
+        headers={"HX-Request": "true"},
+    )
+    beside = html.unescape(no_url.text)
+    assert "config/tools/0/url: is required" in beside  # listed by path, and beside its field:
+    assert 'id="tool-0-url-error" hx-swap-oob="true">is required</p>' in beside
+    assert 'id="tool-1-destinations-error" hx-swap-oob="true">row 3: needs exactly one' in beside
+    assert 'id="tool-0-timeout_seconds-error" hx-swap-oob="true"></p>' in beside
     # One click to the JSON (htmx swaps only the tools' part), the edits carried over.
     as_json = await browser.post(
         f"{url}/tools", data={**form, "tools_action": "json"}, headers={"HX-Request": "true"}
@@ -125,6 +138,12 @@ async def test_existing_tools_are_edited_with_forms_and_as_json(studio: Any) -> 
     )
     assert bad.status_code == 422
     assert "Tools: tools/0/timeout_seconds: must be a number" in html.unescape(bad.text)
+    assert '<p class="field-error" id="tool-0-timeout_seconds-error">must be a number</p>' in (
+        bad.text
+    )
+    assert re.search(
+        r'name="tool\.0\.timeout_seconds" value="soon"[^>]*aria-invalid="true"', bad.text
+    )
     assert 'value="soon"' in bad.text  # the typing is kept
 
     committed = await browser.post(f"{url}/commit", data={**form, "message": "Sales too"})
@@ -267,3 +286,49 @@ async def test_the_voices_page_names_the_default_calls_really_speak_with(make_ap
     assert page.status_code == 200
     assert "this server's default (<code>espeak-ng:en-us</code>)" in page.text
     assert "en_US-nobody-high" not in page.text
+
+
+async def test_stored_tools_round_trip_through_the_forms_unchanged(studio: Any) -> None:
+    """Explicit defaults (a ``false``, a default choice, a default number) stay as stored when
+    the forms are saved untouched: nothing to commit, not a diff removing them."""
+    app, org, browser, agent_id = studio
+    explicit = [
+        {"type": "contact_data", "name": "contact_data", "writable": False},
+        {**LOOKUP, "timeout_seconds": 10, "parameters": {"type": "object"}},
+        {**TRANSFER, "destinations": [{"name": "desk", "number": "+14155550199", "mode": "cold"}]},
+    ]
+    async with client_for(app) as api:
+        made = await api.post(
+            f"/v1/agents/{agent_id}/commits",
+            headers=org.headers,
+            json={"config": {"prompt": "Be kind.", "tools": explicit}, "message": "Explicit"},
+        )
+        assert made.status_code == 201, made.text
+    url = f"/dashboard/agents/{agent_id}"
+    page = (await browser.get(url)).text
+    form = {**_base(page), **_editor_fields(page)}
+    as_json = await browser.post(
+        f"{url}/tools", data={**form, "tools_action": "json"}, headers={"HX-Request": "true"}
+    )
+    tools_json = re.search(r'name="tools"[^>]*>([^<]*)</textarea>', as_json.text)
+    assert tools_json is not None and json.loads(html.unescape(tools_json.group(1))) == explicit
+    saved = await browser.post(f"{url}/commit", data={**form, "message": "Untouched"})
+    assert saved.status_code == 303, saved.text[:500]
+    assert "Nothing%20changed" in saved.headers["location"]
+    async with client_for(app) as api:
+        commits = (await api.get(f"/v1/agents/{agent_id}/commits", headers=org.headers)).json()
+        head = (await api.get(f"/v1/agents/{agent_id}", headers=org.headers)).json()["agent"]
+    assert commits["total_count"] == 2 and head["config"]["tools"] == explicit
+    # An explicit empty list of tools is kept as well.
+    async with client_for(app) as api:
+        none = await api.post(
+            f"/v1/agents/{agent_id}/commits",
+            headers=org.headers,
+            json={"config": {"prompt": "Be kind.", "tools": []}, "message": "No tools"},
+        )
+        assert none.status_code == 201, none.text
+    page = (await browser.get(url)).text
+    form = {**_base(page), **_editor_fields(page)}
+    form.update(re.findall(r'name="(tools_listed)" value="([^"]*)"', page))
+    saved = await browser.post(f"{url}/commit", data={**form, "message": "Untouched"})
+    assert "Nothing%20changed" in saved.headers["location"]

@@ -101,7 +101,7 @@ class Settings(BaseSettings):
     #: Piper processes per Piper voice in use (each on one thread): a second lets a caller's
     #: first words be made while another call's sentence is (docs/voices.md).
     piper_processes: int = Field(default=1, ge=1, le=8)
-    endpointing: Literal["model", "smart", "silence"] = "smart"
+    endpointing: Literal["model", "smart", "silence"] = "model"
     end_of_turn_ms_complete: int = Field(default=200, ge=100, le=5000)
     end_of_turn_ms_incomplete: int = Field(default=800, ge=100, le=5000)
     end_of_turn_ms_number: int = Field(default=600, ge=100, le=5000)

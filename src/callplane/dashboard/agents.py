@@ -31,7 +31,7 @@ from callplane.dashboard.tool_editor import (
     editor_of_form,
     tools_in,
 )
-from callplane.dashboard.tool_forms import kinds
+from callplane.dashboard.tool_forms import cards_from_form, error_slots, kinds
 from callplane.errors import Conflict, InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.tenancy import select_owned
@@ -168,7 +168,7 @@ async def _page(
         "message": "",
     }
     if tools is None:
-        tools = editor_of_form(draft) if draft else editor_of_config(config.get("tools", []))
+        tools = editor_of_form(draft) if draft else editor_of_config(config)
     return render(
         request,
         "agent.html",
@@ -223,9 +223,10 @@ def _config_of(form: dict[str, str]) -> dict[str, Any]:
         if form.get(key, "").strip():
             config[key] = form[key]
     tools = tools_in(form)
-    # No tools is no ``tools`` key (as the agent was created); anything else, even not a
-    # list, goes to the validator, which names what is wrong with it.
-    if tools is not None and tools != []:
+    # No tools is no ``tools`` key (as the agent was created), unless the config listed none
+    # (``"tools": []``); anything else, even not a list, goes to the validator, which names
+    # what is wrong with it.
+    if tools is not None and (tools != [] or form.get("tools_listed")):
         config["tools"] = tools
     return config
 
@@ -294,12 +295,14 @@ async def check(
     """The editor's errors as one types (htmx): the checks a commit makes, committing nothing."""
     form = await fields(request)
     await service.get_agent(session, person.organization_id, agent_uuid)
+    cards = cards_from_form(form) if form.get("tools_mode") == "form" else []
+    errors: list[str] = []
     try:
         config = validate_config(_config_of(form))
         await service.check_config_references(session, person.organization_id, config)
     except InvalidInput as exc:
-        return render(request, "_config_check.html", errors=exc.errors)
-    return render(request, "_config_check.html", errors=[])
+        errors = exc.errors
+    return render(request, "_config_check.html", errors=errors, slots=error_slots(cards, errors))
 
 
 @router.post("/agents/{agent_uuid}/rollback")

@@ -12,6 +12,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from callplane.dashboard.tool_forms import field_errors
 from callplane.users.roles import may
 
 NAV = (
@@ -74,6 +75,7 @@ def build_environment() -> Environment:
     env.filters["segment"] = lambda value: quote(str(value), safe="")
     env.globals["query"] = _query
     env.globals["nav"] = NAV
+    env.globals["tool_field_errors"] = field_errors
     return env
 
 

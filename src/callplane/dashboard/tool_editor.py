@@ -27,24 +27,28 @@ class Editor:
     cards: list[Card]
     text: str
     errors: list[str] = field(default_factory=list)
+    #: the config says ``"tools": []``, kept so when no tool is added
+    listed: bool = False
 
 
 def _dumped(tools: Any) -> str:
     return json.dumps(tools, indent=2, ensure_ascii=False)
 
 
-def editor_of_config(tools: Any) -> Editor:
+def editor_of_config(config: dict[str, Any]) -> Editor:
     """Forms when every tool has one, else the JSON (a stored tool a newer rule refuses)."""
+    tools, listed = config.get("tools", []), config.get("tools") == []
     try:
-        return Editor("form", cards_of(tools), _dumped(tools))
+        return Editor("form", cards_of(tools), _dumped(tools), listed=listed)
     except InvalidInput:
-        return Editor("json", [], _dumped(tools))
+        return Editor("json", [], _dumped(tools), listed=listed)
 
 
 def editor_of_form(form: dict[str, str]) -> Editor:
+    listed = bool(form.get("tools_listed"))
     if form.get("tools_mode") == "form":
-        return Editor("form", cards_from_form(form), "")
-    return Editor("json", [], form.get("tools", ""))
+        return Editor("form", cards_from_form(form), "", listed=listed)
+    return Editor("json", [], form.get("tools", ""), listed=listed)
 
 
 def _parsed(text: str) -> Any:
@@ -67,7 +71,12 @@ def tools_in(form: dict[str, str]) -> Any:
 def edit(form: dict[str, str], action: str) -> tuple[Editor, str | None]:
     """The editor after ``action`` (``add``, ``remove:<n>``, ``json``, ``forms``) and a notice;
     on a problem, the editor as it was with the problem in ``errors``."""
-    editor = editor_of_form(form)
+    edited, notice = _edit(editor_of_form(form), form, action)
+    edited.listed = bool(form.get("tools_listed"))
+    return edited, notice
+
+
+def _edit(editor: Editor, form: dict[str, str], action: str) -> tuple[Editor, str | None]:
     try:
         if action == "json":
             text = _dumped(tools_of(editor.cards)) if editor.mode == "form" else editor.text

@@ -10,6 +10,11 @@ one types and on commit.
 In the page a tool is a group of fields named ``tool.<n>.<field>`` (a row's
 ``tool.<n>.<field>.<row>.<column>``), ``n`` its place in the list, so the paths the API names
 in its errors (``config/tools/<n>/url``) are the ones the person reads beside each tool.
+
+A form cannot tell an explicit default (``"writable": false``) from no key, nor ``10`` from
+``10.0``, so a tool that came from a config carries its stored JSON along (``tool.<n>.stored``):
+a field left as it was shown keeps its stored value, or its absence, and saving untouched forms
+changes nothing.
 """
 
 from __future__ import annotations
@@ -57,6 +62,12 @@ class Card:
     index: int
     kind: Kind
     values: dict[str, Any] = field(default_factory=dict)
+    #: the tool as stored, when it came from a config; ``None`` for a new one
+    stored: dict[str, Any] | None = None
+
+    @property
+    def stored_json(self) -> str:
+        return "" if self.stored is None else json.dumps(self.stored, ensure_ascii=False)
 
     @property
     def label(self) -> str:
@@ -144,6 +155,13 @@ def _shown(f: Field, value: Any) -> Any:
     return str(value)
 
 
+def _displayed(f: Field, tool: dict[str, Any]) -> Any:
+    """A stored tool's field as its form shows it (a yes/no left out shows its default)."""
+    if f.name not in tool and f.kind == "boolean":
+        return _shown(f, f.default)
+    return _shown(f, tool.get(f.name))
+
+
 def cards_of(tools: Any) -> list[Card]:
     """The tools of a config as forms; InvalidInput when one cannot be shown as its kind's form
     without losing something (then it stays JSON)."""
@@ -169,7 +187,8 @@ def cards_of(tools: Any) -> list[Card]:
                     raise InvalidInput(
                         f"{where}/{f.name}: not rows of known keys; fix it in the JSON"
                     )
-        cards.append(Card(index, kind, {f.name: _shown(f, tool.get(f.name)) for f in kind.fields}))
+        values = {f.name: _displayed(f, tool) for f in kind.fields}
+        cards.append(Card(index, kind, values, stored=tool))
     return cards
 
 
@@ -191,8 +210,16 @@ def cards_from_form(form: dict[str, str]) -> list[Card]:
                 values[f.name] = _rows_from_form(form, key, f)
             else:
                 values[f.name] = form.get(key, "")
-        cards.append(Card(len(cards), kind, values))
+        cards.append(Card(len(cards), kind, values, _stored(form.get(f"tool.{index}.stored"))))
     return cards
+
+
+def _stored(text: str | None) -> dict[str, Any] | None:
+    try:
+        stored = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return None
+    return stored if isinstance(stored, dict) else None
 
 
 def _rows_from_form(form: dict[str, str], key: str, f: Field) -> list[dict[str, str]]:
@@ -239,12 +266,22 @@ def tools_of(cards: list[Card]) -> list[dict[str, Any]]:
     tools, problems = [], []
     for card in cards:
         tool: dict[str, Any] = {"type": card.kind.type}
+        stored = card.stored or {}
         for f in card.kind.fields:
             where = f"Tools: tools/{card.index}/{f.name}"
+            typed_value = card.values.get(f.name, [] if f.kind == "rows" else "")
+            if card.stored is not None and typed_value == _displayed(f, stored):
+                if f.name in stored:
+                    tool[f.name] = stored[f.name]
+                continue
             try:
                 if f.kind == "rows":
                     rows = []
                     for n, typed in enumerate(card.values.get(f.name) or []):
+                        same = _stored_row(f, stored.get(f.name), typed)
+                        if same is not None:
+                            rows.append(same)
+                            continue
                         row = {}
                         for c in f.columns:
                             cell = _value(c, typed.get(c.name, ""), f"{where}/{n}/{c.name}")
@@ -267,6 +304,14 @@ def tools_of(cards: list[Card]) -> list[dict[str, Any]]:
     return tools
 
 
+def _stored_row(f: Field, stored: Any, typed: dict[str, str]) -> dict[str, Any] | None:
+    """The stored row a typed row shows unchanged, if any."""
+    for row in stored if isinstance(stored, list) else []:
+        if isinstance(row, dict) and _shown(f, [row])[0] == typed:
+            return row
+    return None
+
+
 def blank(kind: Kind, index: int) -> Card:
     values: dict[str, Any] = {}
     for f in kind.fields:
@@ -275,3 +320,44 @@ def blank(kind: Kind, index: int) -> Card:
         else:
             values[f.name] = _shown(f, f.default) if f.kind == "boolean" else ""
     return Card(index, kind, values)
+
+
+# -- errors beside their fields --------------------------------------------------------------
+
+#: A path in an error, the API's (``config/tools/2/url``) or the forms' (``Tools: tools/2/url``).
+_ERROR_PATH = re.compile(r"^(?:config/tools|Tools: tools)/(\d{1,2})(?:/([a-z_]+))?(/[^:]*)?: (.+)$")
+
+
+def field_errors(errors: list[str]) -> dict[str, list[str]]:
+    """Each error that names a tool's field, by ``<n>.<field>`` (``<n>`` for the tool as a
+    whole), worded as read beside the field: a row's place and column, then the problem."""
+    found: dict[str, list[str]] = {}
+    for error in errors:
+        match = _ERROR_PATH.match(error)
+        if match is None:
+            continue
+        index, name, rest, problem = match.groups()
+        key = f"{index}.{name}" if name else index
+        found.setdefault(key, []).append(f"{_place(rest[1:])}: {problem}" if rest else problem)
+    return found
+
+
+def _place(rest: str) -> str:
+    """``2/number`` as the person reads the table: ``row 3, number``."""
+    row, _, column = rest.partition("/")
+    if not row.isdigit():
+        return rest
+    return f"row {int(row) + 1}" + (f", {column}" if column else "")
+
+
+def error_slots(cards: list[Card], errors: list[str]) -> list[tuple[str, list[str]]]:
+    """Every field's error slot in the forms (``tool-<n>-<field>-error``) and its errors now, so
+    a live check fills and clears each one."""
+    found = field_errors(errors)
+    slots = []
+    for card in cards:
+        slots.append((f"tool-{card.index}-error", found.get(str(card.index), [])))
+        for f in card.kind.fields:
+            key = f"{card.index}.{f.name}"
+            slots.append((f"tool-{card.index}-{f.name}-error", found.get(key, [])))
+    return slots

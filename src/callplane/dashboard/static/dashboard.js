@@ -54,3 +54,14 @@ document.querySelectorAll("audio[data-preview-of]").forEach((player) => {
     }
   });
 });
+
+// The agent editor's live check fills each field's error slot out of band; the field it
+// describes is marked invalid with it, as on a page the server rendered.
+document.addEventListener("htmx:afterSettle", () => {
+  document.querySelectorAll(".field-error[id]").forEach((slot) => {
+    document.querySelectorAll(`[aria-describedby~="${slot.id}"]`).forEach((field) => {
+      if (slot.textContent.trim()) field.setAttribute("aria-invalid", "true");
+      else field.removeAttribute("aria-invalid");
+    });
+  });
+});
