@@ -86,6 +86,8 @@ async def main(args: argparse.Namespace) -> None:
             worker="embedded",
             worker_poll_seconds=0.05,
             llm_base_url=llm.base_url,
+            # As measured before Piper's joe voice became the default (comparable numbers).
+            voice_engine="espeak-ng:en-us",
         )
         app = create_app(settings)
         lifespan = app.router.lifespan_context(app)

@@ -109,6 +109,8 @@ class Backend:
             "max_body_bytes": 64 * 1024 * 1024,
             "max_concurrent_calls": 100_000,
             "rate_limit": "1000000000/minute",
+            # As measured before Piper's joe voice became the default (comparable numbers).
+            "voice_engine": "espeak-ng:en-us",
         }
         values.update(overrides)
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -1,4 +1,5 @@
-"""Benchmark: Piper vs espeak-ng, smart vs silence endpointing, side by side (docs/voices.md).
+"""Benchmark: Piper vs espeak-ng, model vs smart vs silence endpointing, side by side
+(docs/voices.md).
 
     .venv/bin/python bench/speech_voices.py [--parts first,reply,capacity,languages] [--turns 8]
 
@@ -6,7 +7,7 @@ first     time to the first sentence's audio at 8 kHz: Piper's joe voice (its wa
           the worker's setting) and espeak-ng (a process per line), including resampling.
 reply     reply latency of the whole audio turn loop on ``bench/conversation.py``'s caller
           lines (real time, VAD, end of turn, Whisper tiny.en, the stub brain with no think
-          time, the first sentence synthesised), for each of smart / silence x Piper /
+          time, the first sentence synthesised), for each of model / smart / silence x Piper /
           espeak-ng. Latency = from the caller's last voiced frame to the reply's first frame.
           ``--modes`` picks the endpointing modes, ``--speculative on,off`` runs each with and
           without speculative replies (the brain asked on the pause's words), interleaved.
@@ -15,7 +16,8 @@ capacity  N such conversations at once on one worker process (one Whisper model,
           phase of a turn (end of turn, recognition, brain's first token, first audio), the
           CPU time of a turn and the recognitions it took; the calls either start spread over
           a turn's cycle (``staggered``) or all say the same lines at once (``together``);
-          ``--guess-ms 120,60`` compares when smart endpointing starts its guess.
+          ``--guess-ms 120,60`` compares when endpointing starts its guess; model endpointing
+          (the default), as a worker runs it.
 languages reply latency of a Spanish call (the multilingual Whisper base hearing espeak-ng's
           Spanish, the agent answering with espeak-ng's Spanish voice) beside an English one
           (tiny.en, espeak-ng en-us), smart endpointing, turns interleaved
@@ -161,7 +163,7 @@ async def bench_reply(
     voices: dict[str, Synthesizer],
     transcriber: WhisperTranscriber,
     turns: int,
-    modes: Sequence[str] = ("smart", "silence"),
+    modes: Sequence[str] = ("model", "smart", "silence"),
     speculation: Sequence[bool] = (True,),
     said: Sequence[str] = CALLER_LINES,
 ) -> None:
@@ -268,14 +270,15 @@ async def bench_capacity(
     ]
     line_seconds = statistics.fmean(len(pcm) / 16000 for pcm in lines)
     cycle = line_seconds + 2.5
-    print(f"capacity, smart endpointing, {name}, {turns} turns a call (reply latency, ms):")
+    print(f"capacity, model endpointing, {name}, {turns} turns a call (reply latency, ms):")
     print(
         f"  {'':24} {'':34}  {'phase means: end  recog  token  audio':>38}"
         "  CPU/turn (own + voice)  recognitions/turn"
     )
     with StubLLM(replies=[AGENT_REPLY]) as stub:
         for arrival, calls, guess_ms in itertools.product(arrivals, sizes, guesses):
-            endpointing = Endpointing() if guess_ms is None else Endpointing(guess_ms=guess_ms)
+            # The worker's default: the end-of-turn model with the text guard.
+            endpointing = Endpointing(mode="model", guess_ms=guess_ms or Endpointing.guess_ms)
             phases: list[dict[str, object]] = []
             starts = [0.0 if arrival == "together" else k * cycle / calls for k in range(calls)]
             replies_at: list[list[float]] = [[] for _ in range(calls)]
@@ -353,7 +356,9 @@ def main() -> None:
     parser.add_argument("--parts", default="first,reply,capacity")
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--modes", default="smart,silence", help="reply part: endpointing modes")
+    parser.add_argument(
+        "--modes", default="model,smart,silence", help="reply part: endpointing modes"
+    )
     parser.add_argument(
         "--speculative",
         default="on",

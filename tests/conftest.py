@@ -266,6 +266,9 @@ def make_settings(database_url: str, **overrides: Any) -> Settings:
         # A background purge at a random moment would race tests that count what a purge
         # clears; the tests of the loop itself turn it on.
         "contact_purge_interval_seconds": 0,
+        # espeak-ng, not the default Piper voice: each Piper process costs a second to start and
+        # ~215 MB, in every app of every test; the Piper tests and the first-run test ask for it.
+        "voice_engine": "espeak-ng:en-us",
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

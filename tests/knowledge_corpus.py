@@ -1,7 +1,11 @@
 """A small corpus written for the knowledge tests: a shop's policies, a clinic's prices and a
-garden centre's care notes, with words that only one document uses."""
+garden centre's care notes, with words that only one document uses; and PDFs made on the spot
+(with text, blank like a scan, encrypted, or a zip bomb)."""
 
 from __future__ import annotations
+
+import io
+import zlib
 
 RETURNS = """# Returns policy
 
@@ -42,3 +46,45 @@ EXPECTED_TOP = {
     "watering orchids": "Garden notes",
     "pruning roses": "Garden notes",
 }
+
+
+def pdf(text: str | None = None, *, encrypt: bool = False, bomb: bool = False) -> bytes:
+    """A one-page PDF: with ``text`` drawn in Helvetica, or blank (a scan has no text either)."""
+    from pypdf import PdfWriter
+    from pypdf.generic import (
+        DecodedStreamObject,
+        DictionaryObject,
+        NameObject,
+        StreamObject,
+    )
+
+    writer = PdfWriter()
+    page = writer.add_blank_page(width=612, height=792)
+    if text is not None or bomb:
+        font = DictionaryObject(
+            {
+                NameObject("/Type"): NameObject("/Font"),
+                NameObject("/Subtype"): NameObject("/Type1"),
+                NameObject("/BaseFont"): NameObject("/Helvetica"),
+            }
+        )
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})}
+        )
+        if bomb:
+            # 60 MB of spaces deflate to ~60 KB: the reader must refuse to inflate them.
+            stream = StreamObject()
+            stream._data = zlib.compress(b"BT /F1 12 Tf 72 712 Td (" + b" " * 60_000_000 + b") Tj")
+            stream[NameObject("/Filter")] = NameObject("/FlateDecode")
+        else:
+            stream = DecodedStreamObject()
+            lines = " ".join(
+                f"({line}) Tj 0 -16 Td" for line in (text or "").replace("(", "").split("\n")
+            )
+            stream.set_data(f"BT /F1 12 Tf 72 712 Td {lines} ET".encode())
+        page[NameObject("/Contents")] = writer._add_object(stream)
+    if encrypt:
+        writer.encrypt("secret-password")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import datetime
+from typing import Any
 
 from tests.agents_support import commit, create_agent, head
 from tests.factories import make_org
 
 STATUS_KEYS = {"status", "success", "error", "errors"}
+
+
+def _updated(agent: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(agent["updated_at"])
 
 
 async def test_create_get_list_rename_archive(app, client):
@@ -66,8 +72,13 @@ async def test_commit_config_changes_revert_and_same_config(app, client):
         client, org, agent["id"], changes={"first_message": "Hello", "prompt": None}
     )
     assert patched["commit"]["config"] == {"first_message": "Hello"}
+    # The agent shows main's head: a commit updates it; a commit that changes nothing does not.
+    touched = (await client.get(f"/v1/agents/{agent['id']}", headers=org.headers)).json()["agent"]
+    assert _updated(touched) > _updated(agent)
     same = await commit(client, org, agent["id"], expect=200, config={"first_message": "Hello"})
     assert same["commit"]["id"] == patched["commit"]["id"]
+    still = (await client.get(f"/v1/agents/{agent['id']}", headers=org.headers)).json()["agent"]
+    assert _updated(still) == _updated(touched)
     reverted = await commit(client, org, agent["id"], revert_to=first)
     assert reverted["commit"]["config"] == {"prompt": "A", "variables": {"x": "1"}}
     got = await client.get(f"/v1/agents/{agent['id']}", headers=org.headers)
@@ -180,9 +191,15 @@ async def test_branches_fast_forward_three_way_merge_and_conflicts(app, client):
         f"/v1/agents/{aid}/branches", headers=org.headers, json={"name": "feature"}
     )
     assert dup.status_code == 409
+    branched = (await client.get(f"/v1/agents/{aid}", headers=org.headers)).json()["agent"]
+    assert _updated(branched) > _updated(agent)  # a new branch in its list
     await commit(client, org, aid, branch="feature", changes={"prompt": "B"})
+    committed = (await client.get(f"/v1/agents/{aid}", headers=org.headers)).json()["agent"]
+    assert _updated(committed) > _updated(branched)  # a branch's head moved
     ff = await client.post(f"/v1/agents/{aid}/branches/feature/merge", headers=org.headers, json={})
     assert ff.status_code == 200, ff.text
+    merged_ff = (await client.get(f"/v1/agents/{aid}", headers=org.headers)).json()["agent"]
+    assert _updated(merged_ff) > _updated(committed)
     assert ff.json()["commit"]["config"]["prompt"] == "B"
     assert len(ff.json()["commit"]["parents"]) == 1
     again = await client.post(

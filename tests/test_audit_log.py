@@ -116,17 +116,37 @@ async def test_the_fast_path_patch_is_audited_in_its_own_transaction(app, client
 
 
 async def test_concurrent_changes_never_fork_the_chain(app, client):
+    """Writers through the session (agents) and through transactions of their own (the
+    custom-data fast path's PATCH) append to one chain at once: every number once, and the
+    chain verifies."""
+    from callplane.audit.verify import verify
+
     org = await make_org(app)
+    table = {"name": "tallies", "columns": [{"name": "n", "type": "INTEGER"}]}
+    assert (
+        await client.post("/v1/data/tables", headers=org.headers, json=table)
+    ).status_code == 201
+    rows = await client.post(
+        "/v1/data/tallies", headers=org.headers, json={"records": [{"n": 0}, {"n": 0}]}
+    )
+    ids = [r["id"] for r in rows.json()["records"]]
     answers = await asyncio.gather(
         *(
             client.post("/v1/agents", headers=org.headers, json={**AGENT, "name": f"N{i}"})
-            for i in range(12)
-        )
+            for i in range(8)
+        ),
+        *(
+            client.patch(f"/v1/data/tallies/{ids[i % 2]}", headers=org.headers, json={"n": i})
+            for i in range(16)
+        ),
     )
-    assert all(a.status_code == 201 for a in answers)
+    assert [a.status_code for a in answers] == [201] * 8 + [200] * 16
     async with runtime_of(app).db.session(write=False) as session:
         seqs = (await session.scalars(select_owned(AuditEvent, org.id, AuditEvent.seq))).all()
-    assert sorted(seqs) == list(range(1, 13))
+        checked = await verify(session, org.id)
+    # The table, its rows, 8 agents and 16 patches.
+    assert sorted(seqs) == list(range(1, 27))
+    assert checked.first_break is None and checked.events == 26
 
 
 async def _changes(app, client, count: int = 4):

@@ -32,6 +32,7 @@ def _env(database_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
         "CALLPLANE_DATABASE_URL": database_url,
         "CALLPLANE_LOG_LEVEL": "warning",
         "CALLPLANE_STORAGE_URL": f"file://{tmp_path / 'recordings'}",
+        "CALLPLANE_VOICE_ENGINE": "espeak-ng:en-us",  # the brain is under test, not the voice
         **extra,
     }
 

@@ -11,10 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from callplane.engine.drain import StopSignals
+from tests.llm_stub import StubLLM
 from tests.test_cli import callplane, ok_json
 
 
@@ -85,12 +87,27 @@ def test_doctor_on_a_missing_database_says_where_it_looked_and_creates_nothing(
     assert not (tmp_path / "callplane.db").exists()
 
 
-def test_demo_prints_the_address_serve_answers_on(tmp_path: Path) -> None:
-    result = _run(tmp_path, "demo", "--port", "9123")
+def test_demo_prints_the_address_serve_answers_on_and_the_brain_it_finds(tmp_path: Path) -> None:
+    # `make run` is `demo` then `serve`: demo looks for a brain on this machine as serve does.
+    with StubLLM(model="qwen2.5:1.5b") as stub:
+        port = str(urlsplit(stub.base_url).port)
+        result = _run(tmp_path, "demo", "--port", "9123", CALLPLANE_LLM_DISCOVER_PORTS=port)
     assert result.returncode == 0, result.stderr
     assert "Dashboard: http://127.0.0.1:9123/dashboard/" in result.stdout
-    behind = _run(tmp_path, "demo", CALLPLANE_PUBLIC_URL="https://calls.example.com")
+    assert (
+        f"Brain: qwen2.5:1.5b at {stub.base_url} (found running on this machine: "
+        "`callplane serve` uses it)" in result.stdout
+    ), result.stdout
+    assert result.stdout.strip().splitlines()[-1].startswith("cp_")  # the key stays last
+    behind = _run(
+        tmp_path,
+        "demo",
+        CALLPLANE_PUBLIC_URL="https://calls.example.com",
+        CALLPLANE_LLM_DISCOVER_PORTS="",
+    )
     assert "Dashboard: https://calls.example.com/dashboard/" in behind.stdout
+    [none] = [line for line in behind.stdout.splitlines() if line.startswith("Brain: ")]
+    assert none.startswith("Brain: none (start Ollama") and "Give the agent a brain" in none
 
 
 async def test_the_drain_says_a_second_ctrl_c_stops_at_once(

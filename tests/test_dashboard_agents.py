@@ -4,6 +4,7 @@ branches, merge conflicts shown by path, a test call, and other organizations' a
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 
@@ -57,16 +58,15 @@ async def test_edit_commit_diff_and_roll_back(demo):
         data=_form(page, branch="main", tools='[{"type": "function", "url": "x"}]', settings=""),
     )
     assert bad.status_code == 422 and "config/tools/0/url" in html.unescape(bad.text)
-    history_ids = [
-        part.split("</code>")[0] for part in page.text.split("<code>")[1:] if len(part) > 36
-    ]
-    oldest = [i for i in history_ids if len(i) == 36][-1]
+    # Every commit but the head has a "Roll back to this" form naming it.
+    oldest = re.findall(r'name="commit" value="([0-9a-f-]{36})"', page.text)[-1]
     rolled = await c.post(
         f"/dashboard/agents/{RILEY}/rollback", data=_form(page, branch="main", commit=oldest)
     )
     assert rolled.status_code == 303
     after = html.unescape((await c.get(f"/dashboard/agents/{RILEY}")).text)
-    assert f"Roll back to {oldest}" in after and "Bright Smiles Dental" in after
+    assert f'Roll back to {oldest[:8]} ("Initial configuration")' in after
+    assert "Bright Smiles Dental" in after
 
 
 async def test_branches_merge_conflicts_and_a_test_call(demo):
@@ -86,7 +86,13 @@ async def test_branches_merge_conflicts_and_a_test_call(demo):
     conflict = await c.post(
         f"/dashboard/agents/{RILEY}/merge", data=_form(page, branch="beta", into="main")
     )
-    assert conflict.status_code == 409 and "conflict: /prompt" in conflict.text
+    assert conflict.status_code == 409
+    # The conflict names the setting and shows both sides' values beside the ancestor's.
+    region = html.unescape(
+        conflict.text.split('aria-label="Merge conflict"')[1].split("</table>")[0]
+    )
+    assert "<code>/prompt</code>" in region
+    assert '"from main"' in region and '"from beta"' in region and "You are Riley" in region
     bad_name = await c.post(f"/dashboard/agents/{RILEY}/branches", data=_form(page, name="a..b"))
     assert bad_name.status_code == 422
     called = await c.post(

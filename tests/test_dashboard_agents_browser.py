@@ -1,4 +1,5 @@
-"""The Agents page in a real headless Chromium: edit → commit → diff → rollback."""
+"""The Agents page in a real headless Chromium: edit → commit → diff → rollback, then a branch,
+a commit on it, a merge conflict shown, resolved and merged."""
 
 from __future__ import annotations
 
@@ -42,3 +43,32 @@ def test_edit_commit_diff_and_roll_back_an_agent(page: Page, tenant: Tenant) -> 
     history = tenant.api.get(f"/agents/{agent['id']}/commits").json()
     assert history["total_count"] == 3
     shot(page, "agent-rolled-back")
+    # A branch, a commit on it and another on main: the merge names the conflict.
+    page.get_by_label("New branch from main").fill("warmer")
+    page.get_by_role("button", name="Create branch").click()
+    expect(page.get_by_role("heading", name="Riley on branch warmer")).to_be_visible()
+    page.get_by_label("First message").fill("Hello, lovely to hear from you!")
+    page.get_by_label("Commit message").fill("Warmer still")
+    page.get_by_role("button", name="Commit to warmer").click()
+    expect(page.get_by_role("status")).to_have_text("Committed.")
+    branches = page.get_by_role("table", name="Branches of Riley")
+    expect(branches.get_by_role("row", name="warmer")).to_contain_text("1 commit to merge")
+    branches.get_by_role("link", name="main").click()
+    page.get_by_label("First message").fill("Hi, Riley speaking.")
+    page.get_by_role("button", name="Commit to main").click()
+    expect(page.get_by_role("status")).to_have_text("Committed.")
+    page.get_by_role("link", name="warmer").click()
+    page.get_by_role("button", name="Merge warmer").click()
+    conflict = page.get_by_role("region", name="Merge conflict")
+    expect(conflict).to_contain_text("/first_message")
+    expect(conflict).to_contain_text("Hi, Riley speaking.")
+    expect(conflict).to_contain_text("Hello, lovely to hear from you!")
+    expect(page.get_by_role("alert")).to_contain_text("both changed the same setting")
+    shot(page, "agent-merge-conflict")
+    # Resolved on the branch (main's value kept), the merge goes through.
+    page.get_by_label("First message").fill("Hi, Riley speaking.")
+    page.get_by_role("button", name="Commit to warmer").click()
+    page.get_by_role("button", name="Merge warmer").click()
+    expect(page.get_by_role("status")).to_have_text("Merged warmer into main.")
+    expect(page.get_by_role("heading", name="Riley on branch main")).to_be_visible()
+    expect(page.get_by_role("list").get_by_text("Merge branch warmer into main")).to_be_visible()

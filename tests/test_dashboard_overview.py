@@ -145,5 +145,7 @@ async def test_outcomes_per_commit_name_the_agent_and_the_commit_message(app: An
     async with browser_client(app) as client:
         await sign_in(client, person.email, person.password)
         page = (await client.get("/dashboard/overview")).text
-    assert f'<a href="/dashboard/agents/{agent["id"]}">Riley</a> · Shorter greeting' in page
+    agent_page = f"/dashboard/agents/{agent['id']}"
+    assert f'<a href="{agent_page}">Riley</a> · <a href="{agent_page}#commit-{commit_id}">' in page
+    assert ">Shorter greeting</a>" in page
     assert f'title="{commit_id}">{commit_id[:8]}</small>' in page

@@ -70,7 +70,7 @@ async def test_a_call_page_shows_tool_uses_and_the_transfer_escaped(make_app: An
     assert "<script>alert" not in raw and "<b>42</b>" not in raw
     assert "&lt;script&gt;alert(" in raw
     assert HOSTILE in text
-    assert '"order_id": "<b>42</b>"' in text  # the arguments, indented JSON
+    assert "<dt>order id</dt><dd><b>42</b></dd>" in text  # the arguments, as fields
     called = {e["data"]["name"]: e["data"] for e in events if e["type"] == "tool.called"}
     for name in ("lookup_order", "transfer_call"):
         assert called[name]["outcome"] == "ok"
@@ -196,8 +196,9 @@ async def test_a_valid_tool_change_commits_and_its_diff_is_in_the_history(
     assert "/tools/lookup_order/timeout_seconds" in history
     assert "/tools/transfer_call" in history
     assert '"number": "+14155550100"' in history
-    # The editor now shows the committed tools, named.
-    assert '"name": "transfer_call"' in history
+    # The editor now shows the committed tools as forms, named.
+    assert 'name="tool.1.name" value="transfer_call"' in history
+    assert 'name="tool.1.destinations.0.number" value="+14155550100"' in history
 
 
 async def test_another_organization_s_agent_is_not_checked(
@@ -213,5 +214,14 @@ async def test_another_organization_s_agent_is_not_checked(
         committed = await theirs.post(
             f"/dashboard/agents/{agent_id}/commit", data=_form(own, "[]", "Hijack")
         )
+        edited = [
+            await theirs.post(
+                f"/dashboard/agents/{agent_id}/tools",
+                data={**_form(own, "[]"), "tools_action": "forms"},
+                headers=headers,
+            )
+            for headers in ({}, {"HX-Request": "true"})
+        ]
     assert checked.status_code == 404 and committed.status_code == 404
+    assert [e.status_code for e in edited] == [404, 404]
     assert "Hijack" not in await _history(browser, agent_id)

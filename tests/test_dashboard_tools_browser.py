@@ -33,6 +33,7 @@ def test_the_tool_editor_reports_a_broken_schema_and_commits_nothing(
     sign_in(page, tenant)
     page.get_by_role("link", name="Agents").click()
     page.get_by_role("link", name="Riley").click()
+    page.get_by_role("button", name="Edit the tools as JSON").click()
     tools = page.get_by_label("Tools (JSON)")
     tools.fill(BROKEN)
     # The live check, as one types.
@@ -43,7 +44,7 @@ def test_the_tool_editor_reports_a_broken_schema_and_commits_nothing(
     page.get_by_role("button", name="Commit to main").click()
     alert = page.get_by_role("alert").first
     expect(alert).to_contain_text("config/tools/0/parameters")
-    expect(page.get_by_label("Tools (JSON)")).to_have_value(BROKEN)
+    expect(page.get_by_label("Tools (JSON)")).to_have_value(BROKEN)  # still JSON, as typed
     history = tenant.api.get(f"/agents/{agent_id}/commits").json()
     assert history["total_count"] == 1
     page.get_by_label("Tools (JSON)").fill('[{"type": "send_dtmf"}]')
@@ -51,3 +52,14 @@ def test_the_tool_editor_reports_a_broken_schema_and_commits_nothing(
     page.get_by_role("button", name="Commit to main").click()
     expect(page.get_by_role("status")).to_have_text("Committed.")
     assert tenant.api.get(f"/agents/{agent_id}/commits").json()["total_count"] == 2
+    # In the forms, a problem is also shown beside its field, filled and cleared as one types.
+    page.get_by_label("Add a tool").select_option("function")
+    page.get_by_role("button", name="Add tool").click()
+    page.locator("#tool-1-name").fill("lookup")
+    beside = page.locator("#tool-1-url-error")
+    expect(beside).to_have_text("is required")
+    expect(page.locator("#tool-1-url")).to_have_attribute("aria-invalid", "true")
+    shot(page, "agent-tools-error-beside-field")
+    page.locator("#tool-1-url").fill("https://shop.example.com/orders")
+    expect(check).to_contain_text("The config is valid.")
+    expect(beside).to_be_empty()

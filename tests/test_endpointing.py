@@ -153,7 +153,7 @@ async def _turns(parts: list[bytes | float], endpointing: Endpointing) -> list[s
     return turns
 
 
-@pytest.mark.slow  # four Whisper recognitions in real time: ~3 s idle, 15 s on a loaded machine
+@pytest.mark.slow  # five Whisper recognitions in real time: ~4 s idle, 20 s on a loaded machine
 async def test_a_caller_who_pauses_mid_sentence_is_not_cut_off() -> None:
     # "My number is … 415 555 0132": 650 ms of thought after "is". Silence cuts there (500 ms);
     # smart waits on, since "my number is" ends no sentence (800 ms).
@@ -165,9 +165,11 @@ async def test_a_caller_who_pauses_mid_sentence_is_not_cut_off() -> None:
     ]
     smart = await _turns(parts, Endpointing())
     silence = await _turns(parts, Endpointing(mode="silence"))
+    model = await _turns(parts, Endpointing(mode="model"))
 
     assert len(smart) == 1, smart
     assert len(silence) == 2, silence
+    assert len(model) == 1, model
 
 
 async def test_a_finished_sentence_ends_the_turn_in_every_mode() -> None:

@@ -19,6 +19,7 @@ from typer.testing import CliRunner, Result
 from callplane.cli.banner import banner, default_public_url
 from callplane.cli.main import app as cli
 from callplane.settings import Settings
+from callplane.speech.piper import find_voices
 
 FOLLOW_UP_CALL = "7a1e0c55-3b2d-4e8f-9c10-5d6e7f8a9b02"  # demo external call with one playable leg
 
@@ -80,6 +81,13 @@ def test_serve_on_another_port_prints_a_banner_and_signs_urls_for_that_port(
         assert line.startswith(f"callplane serving {base} ")
         for part in ("database ", "storage file://", "telephony ", f"docs {base}/v1/docs"):
             assert part in line, line
+        # A new deployment speaks with Piper's joe voice, where it is installed (make install
+        # installs it); espeak-ng otherwise, and the banner says which.
+        joe = "piper:en_US-joe-medium"
+        if find_voices(None).get("en_US-joe-medium"):
+            assert f" · voice {joe} · " in line, line
+        else:
+            assert f" · voice espeak-ng ({joe} is not installed here) · " in line, line
         deadline = time.monotonic() + 20
         while True:
             try:

@@ -3,9 +3,6 @@ databases agreeing on a corpus of our own, tenancy, deletion, and hostile input.
 
 from __future__ import annotations
 
-import io
-import zlib
-
 import pytest
 
 from tests import knowledge_corpus as corpus
@@ -149,6 +146,31 @@ async def test_a_deleted_document_is_gone_from_search_at_once(app, client):
     assert [r["title"] for r in await _search(client, org, other, "orchids")] == ["Garden notes"]
 
 
+async def test_a_search_ranks_a_bounded_set_that_keeps_the_rare_words(app, client, monkeypatch):
+    """PostgreSQL ranks only the chunks holding the question's rarest words when a word is
+    common (here: beyond a budget of 10 chunks); the best answer must survive that, a question
+    of common words only still finds chunks, and a deleted document's words stop counting."""
+    from callplane.knowledge import search
+
+    monkeypatch.setattr(search, "RANK_BUDGET", 10)
+    org = await make_org(app)
+    base = await _base(client, org)
+    notes = "".join(
+        f"# Depot {n}\nParcels are collected at depot {n} daily.\n\n" for n in range(14)
+    )
+    await _upload(client, org, base, notes, "text/markdown", title="Depots")
+    zebra = await _upload(
+        client, org, base, "# Zebra crossing\nParcels wait at the zebra crossing.", "text/markdown"
+    )
+    [best, *_] = await _search(client, org, base, "parcels zebra collected", top_k=3)
+    assert best["title"] == "Zebra crossing" and best["document_id"] == zebra["id"]
+    common = await _search(client, org, base, "parcels daily", top_k=5)
+    assert len(common) == 5 and all("daily" in r["text"] for r in common)
+    await client.delete(f"/v1/knowledge_bases/{base}/documents/{zebra['id']}", headers=org.headers)
+    assert await _search(client, org, base, "zebra") == []
+    assert len(await _search(client, org, base, "parcels", top_k=20)) == 14
+
+
 async def test_another_organizations_knowledge_base_is_not_found(app, client):
     owner, stranger = await make_org(app, "Owner"), await make_org(app, "Stranger")
     base = await _corpus(client, owner)
@@ -262,52 +284,10 @@ async def test_bad_documents_are_a_clear_422(app, client, body, content_type, me
     assert mentions.lower() in response.json()["error"].lower(), response.json()
 
 
-def _pdf(text: str | None = None, *, encrypt: bool = False, bomb: bool = False) -> bytes:
-    """A one-page PDF: with ``text`` drawn in Helvetica, or blank (a scan has no text either)."""
-    from pypdf import PdfWriter
-    from pypdf.generic import (
-        DecodedStreamObject,
-        DictionaryObject,
-        NameObject,
-        StreamObject,
-    )
-
-    writer = PdfWriter()
-    page = writer.add_blank_page(width=612, height=792)
-    if text is not None or bomb:
-        font = DictionaryObject(
-            {
-                NameObject("/Type"): NameObject("/Font"),
-                NameObject("/Subtype"): NameObject("/Type1"),
-                NameObject("/BaseFont"): NameObject("/Helvetica"),
-            }
-        )
-        page[NameObject("/Resources")] = DictionaryObject(
-            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})}
-        )
-        if bomb:
-            # 60 MB of spaces deflate to ~60 KB: the reader must refuse to inflate them.
-            stream = StreamObject()
-            stream._data = zlib.compress(b"BT /F1 12 Tf 72 712 Td (" + b" " * 60_000_000 + b") Tj")
-            stream[NameObject("/Filter")] = NameObject("/FlateDecode")
-        else:
-            stream = DecodedStreamObject()
-            lines = " ".join(
-                f"({line}) Tj 0 -16 Td" for line in (text or "").replace("(", "").split("\n")
-            )
-            stream.set_data(f"BT /F1 12 Tf 72 712 Td {lines} ET".encode())
-        page[NameObject("/Contents")] = writer._add_object(stream)
-    if encrypt:
-        writer.encrypt("secret-password")
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
 async def test_a_pdf_with_text_is_indexed(app, client):
     org = await make_org(app)
     base = await _base(client, org)
-    body = _pdf("The boiler is serviced every autumn.\nCall the caretaker for a key.")
+    body = corpus.pdf("The boiler is serviced every autumn.\nCall the caretaker for a key.")
     document = await _upload(client, org, base, body, "application/pdf", title="House rules")
     assert document["chunk_count"] == 1 and document["content_type"] == "application/pdf"
     [hit] = await _search(client, org, base, "boiler service", top_k=1)
@@ -317,9 +297,9 @@ async def test_a_pdf_with_text_is_indexed(app, client):
 @pytest.mark.parametrize(
     ("make", "mentions"),
     [
-        (lambda: _pdf(), "no text"),
-        (lambda: _pdf("Hidden words", encrypt=True), "encrypted"),
-        (lambda: _pdf(bomb=True), "could not be read"),
+        (lambda: corpus.pdf(), "no text"),
+        (lambda: corpus.pdf("Hidden words", encrypt=True), "encrypted"),
+        (lambda: corpus.pdf(bomb=True), "could not be read"),
     ],
     ids=["scan", "encrypted", "zip-bomb"],
 )

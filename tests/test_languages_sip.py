@@ -117,9 +117,12 @@ async def test_auto_switches_to_spanish_on_a_sentence_not_on_a_lone_si(
     # One word is not enough to switch, however sure the model is of its language.
     assert len(yes["text"].split()) < 3 and yes["language"] == "en", yes
     assert spanish["language"] == "es" and "mesa" in spanish["text"].lower(), spanish
-    assert len(streamed) == 3
-    assert "English" in _system(streamed[1]) and "Spanish" not in _system(streamed[1])
-    assert "Spanish" in _system(streamed[2])
+    # The last request of each turn (one asked on a pause's words, a speculative reply, may
+    # come before it: the end-of-turn model waits longer after some pauses, time to ask).
+    asked = {_users(r): r for r in streamed}
+    assert sorted(asked) == [1, 2, 3]
+    assert "English" in _system(asked[2]) and "Spanish" not in _system(asked[2])
+    assert "Spanish" in _system(asked[3])
     last = [e for e in call["transcripts"] if e["role"] == "assistant" and e["text"]][-1]
     assert last["language"] == "es"
 
@@ -147,3 +150,7 @@ async def test_a_french_caller_is_understood_and_answered_in_french(
     assert "French" in _system(request)
     [reply] = [e for e in call["transcripts"] if e["role"] == "assistant" and e["text"]]
     assert reply == {**reply, "text": answer, "language": "fr"}
+
+
+def _users(request: dict[str, Any]) -> int:
+    return sum(1 for m in request["messages"] if m["role"] == "user")

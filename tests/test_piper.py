@@ -21,6 +21,7 @@ from callplane.speech.engines import (
     check_engine,
     list_engines,
     parse_engine,
+    spoken_default,
 )
 from callplane.speech.piper import PiperPool, PiperSynthesizer, find_voices
 from callplane.speech.resampling import resample_pcm
@@ -143,6 +144,12 @@ def test_an_engine_not_installed() -> None:
     # A call whose voice's engine went away still speaks (espeak-ng), rather than not at all.
     voices = Synthesizers(_settings())
     assert isinstance(voices.get("piper:en_US-nobody-high"), EspeakSynthesizer)
+    # A new deployment speaks with the joe voice; where that is absent, espeak-ng speaks.
+    assert Settings(_env_file=None).voice_engine == f"piper:{JOE}"  # type: ignore[call-arg]
+    absent = Settings(_env_file=None, voice_engine="piper:en_US-nobody-high")  # type: ignore[call-arg]
+    assert spoken_default(absent) == "espeak-ng:en-us"
+    assert isinstance(Synthesizers(absent).get(None), EspeakSynthesizer)
+    assert spoken_default(_settings()) == "espeak-ng:en-us"
 
 
 def test_a_voice_on_two_processes_speaks_two_lines_at_once() -> None:

@@ -4,6 +4,7 @@ is what the server prints (``tests/readme_tour.py`` reads the markup)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ import httpx
 import pytest
 
 from callplane.brain.discovery import discover
+from callplane.settings import Settings
 from tests import readme_tour
 from tests.conftest import BACKEND
 from tests.live_server import live_server, seed_org
@@ -36,6 +38,8 @@ def _tour() -> list[readme_tour.Step]:
 
 DOCUMENTED_URL = "http://127.0.0.1:8000"
 DOCUMENTED_KEY = "export KEY=cp_demo_..."
+#: Where Ollama's server listens unless told otherwise.
+OLLAMA_PORT = 11434
 
 
 def test_the_markup_is_read() -> None:
@@ -105,3 +109,20 @@ def test_the_readme_tour_prints_what_it_documents(database_url: str, tmp_path: P
         and not readme_tour.matches(step.expected, output.replace(server.url, DOCUMENTED_URL))
     ]
     assert not wrong, "\n".join(wrong) + "\n" + ran.stderr[-2000:]
+
+
+def test_each_brain_choice_listens_where_serve_looks() -> None:
+    """ "Give the agent a brain" cannot start Ollama or llama.cpp here (the tour's brain is the
+    stub, found as they would be): each local choice's command serves on a port `serve` looks
+    at by default, and the hosted choice names settings that exist."""
+    section = README.read_text().split("## Give the agent a brain", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    looked_at = Settings(_env_file=None).llm_ports  # type: ignore[call-arg]
+    assert "ollama serve" in block and OLLAMA_PORT in looked_at
+    ports = [int(p) for p in re.findall(r"llama-server .*--port (\d+)", block)]
+    ports += [int(p) for p in re.findall(r"llama_cpp.server .*--port (\d+)", block)]
+    assert len(ports) == 2 and all(port in looked_at for port in ports)
+    assert "--interrupt_requests false" in block
+    named = set(re.findall(r"CALLPLANE_([A-Z_]+)=", block))
+    assert named >= {"LLM_BASE_URL", "LLM_MODEL", "LLM_API_KEY"}
+    assert all(name.lower() in Settings.model_fields for name in named), named

@@ -11,6 +11,7 @@ import wave
 
 import pytest
 
+from tests.conftest import client_for
 from tests.factories import load, make_org
 from tests.sipp_peer import rms
 
@@ -58,7 +59,7 @@ async def test_create_a_voice_read_it_and_hear_it(app, client):
     assert greeting.status_code == 200 and rms(_wav_samples(greeting.content)[1]) > 1000
 
 
-async def test_a_voice_without_engine_speaks_the_servers_default(app, client):
+async def test_a_voice_without_engine_speaks_the_servers_default(app, client, make_app):
     org = await make_org(app)
     voice_id = str(uuid.uuid4())
     await load(app, org, {"voices": [{"id": voice_id, "name": "Old"}]})
@@ -69,6 +70,13 @@ async def test_a_voice_without_engine_speaks_the_servers_default(app, client):
         f"/v1/voices/{voice_id}/preview", params={"text": "Hi."}, headers=org.headers
     )
     assert preview.status_code == 200 and rms(_wav_samples(preview.content)[1]) > 500
+    # A server whose default voice is not installed previews it as its calls speak: espeak-ng.
+    bare = await make_app(voice_engine="piper:en_US-nobody-high")
+    async with client_for(bare) as other:
+        fallback = await other.get(
+            f"/v1/voices/{voice_id}/preview", params={"text": "Hi."}, headers=org.headers
+        )
+    assert fallback.status_code == 200 and rms(_wav_samples(fallback.content)[1]) > 500
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,8 @@ def worker_env(database_url: str, storage_dir: Path, **settings: Any) -> dict[st
         CALLPLANE_STORAGE_URL=f"file://{storage_dir}",
         CALLPLANE_SIGNING_KEY="test-signing-key",
         CALLPLANE_LOG_LEVEL="warning",
+        # As the apps of the tests (conftest.make_settings): the lighter voice.
+        CALLPLANE_VOICE_ENGINE="espeak-ng:en-us",
     )
     for name, value in settings.items():
         env[f"CALLPLANE_{name.upper()}"] = str(value)

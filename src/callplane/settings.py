@@ -93,13 +93,15 @@ class Settings(BaseSettings):
     webhook_allow_private_networks: bool = False
     # Voices and end of turn (issue 28); see docs/voices.md.
     #: The engine of calls whose voice names none ("espeak-ng:en-us", "piper:en_US-joe-medium").
-    voice_engine: str = "espeak-ng:en-us"
+    #: Piper's joe voice, installed with callplane (requirements/piper-voice.txt): the first call
+    #: a newcomer hears should sound human. Where it is not installed, espeak-ng speaks instead.
+    voice_engine: str = "piper:en_US-joe-medium"
     #: A directory of Piper voices (<name>.onnx + <name>.onnx.json), besides installed packages.
     piper_voices_dir: str | None = None
     #: Piper processes per Piper voice in use (each on one thread): a second lets a caller's
     #: first words be made while another call's sentence is (docs/voices.md).
     piper_processes: int = Field(default=1, ge=1, le=8)
-    endpointing: Literal["model", "smart", "silence"] = "smart"
+    endpointing: Literal["model", "smart", "silence"] = "model"
     end_of_turn_ms_complete: int = Field(default=200, ge=100, le=5000)
     end_of_turn_ms_incomplete: int = Field(default=800, ge=100, le=5000)
     end_of_turn_ms_number: int = Field(default=600, ge=100, le=5000)

@@ -56,7 +56,11 @@ def _original(call: Call) -> dict[str, Any]:
         "lines": [
             str(e["text"])
             for e in transcript
-            if e.get("role") == "user" and e.get("text") and not e.get("function_name")
+            # A backchannel ("uh-huh") was no turn: a replay does not say it as one.
+            if e.get("role") == "user"
+            and e.get("text")
+            and not e.get("function_name")
+            and not e.get("backchannel")
         ][:30],
         "tool_calls": [{"name": n, "arguments": a} for n, a in calls],
         "answers": answers,

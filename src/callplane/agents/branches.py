@@ -22,6 +22,7 @@ from callplane.agents.service import (
     parents_map,
     resolve_ref,
     routed_numbers,
+    touch_agent,
 )
 from callplane.errors import Conflict, InvalidInput, NotFound
 from callplane.models.agents import Agent, AgentBranch, AgentCommit
@@ -52,6 +53,7 @@ async def create_branch(
     )
     session.add(branch)
     await session.flush()
+    await touch_agent(session, organization_id, agent.id)
     return branch
 
 
@@ -94,6 +96,7 @@ async def delete_branch(
         raise Conflict(f"The agent's traffic split sends calls to branch {name}")
     await session.delete(branch)
     await session.flush()
+    await touch_agent(session, organization_id, agent.id)
 
 
 async def merge_branch(

@@ -285,7 +285,19 @@ async def move_head(
     )
     if moved is None:
         raise Conflict(f"The head of branch {branch} moved; nothing was changed")
+    await touch_agent(session, organization_id, agent_id)
     return moved
+
+
+async def touch_agent(session: AsyncSession, organization_id: int, agent_id: int) -> None:
+    """An agent shows its branches and main's config: moving a head, adding or deleting a
+    branch changes what it shows, so its ``updated_at``."""
+    await session.execute(
+        update_owned(Agent, organization_id)
+        .where(Agent.id == agent_id)
+        .values(updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
 
 
 async def head_commit(

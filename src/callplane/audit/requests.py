@@ -81,12 +81,14 @@ def _resource_id(path_params: dict[str, Any]) -> str | None:
 def open_event(request: Request, action: str | None, resource_type: str) -> None:
     if action is None:
         return
-    state = request.scope.get("state") or {}
-    request.scope[_PENDING] = Pending(
+    scope = request.scope
+    state = scope.get("state") or {}
+    client = scope.get("client")
+    scope[_PENDING] = Pending(
         action=action,
         resource_type=resource_type,
-        resource_id=_resource_id(request.scope.get("path_params") or {}),
-        ip=request.client.host if request.client else None,
+        resource_id=_resource_id(scope.get("path_params") or {}),
+        ip=client[0] if client else None,
         request_id=state.get("request_id"),
     )
 

@@ -61,7 +61,11 @@ class ChatCompletionsBrain:
     ) -> None:
         self.model = model
         self.timeout_seconds = timeout_seconds
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Bodies are serialised here (orjson), so httpx does not label them: servers built on
+        # FastAPI (llama-cpp-python's, vLLM) read an unlabelled body as no JSON at all.
+        headers = {"Content-Type": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
         self._http = httpx.AsyncClient(
             base_url=base_url.rstrip("/") + "/",
             headers=headers,
@@ -171,6 +175,7 @@ class ChatCompletionsBrain:
 
 async def _reply_events(response: httpx.Response) -> AsyncGenerator[ReplyEvent, None]:
     pending: dict[int, _PendingToolCall] = {}
+    finished = said = False
     async for data in sse_data(response.aiter_lines()):
         if data.strip() == "[DONE]":
             break
@@ -183,9 +188,11 @@ async def _reply_events(response: httpx.Response) -> AsyncGenerator[ReplyEvent, 
         if "error" in chunk:
             raise BrainError(f"the server reported an error: {_short(str(chunk['error']))}")
         for choice in chunk.get("choices") or ():
+            finished = finished or bool(choice.get("finish_reason"))
             delta = choice.get("delta") or {}
             text = delta.get("content")
             if isinstance(text, str) and text:
+                said = True
                 yield TextDelta(text)
             for part in delta.get("tool_calls") or ():
                 call = pending.setdefault(int(part.get("index", len(pending))), _PendingToolCall())
@@ -194,6 +201,14 @@ async def _reply_events(response: httpx.Response) -> AsyncGenerator[ReplyEvent, 
                 call.name = function.get("name") or call.name
                 if function.get("arguments"):
                     call.arguments.append(function["arguments"])
+    if not finished:
+        # A reply the server dropped, not an empty one: llama-cpp-python's server ends a stream
+        # with ``[DONE]`` alone when another request is waiting (its ``interrupt_requests``).
+        # Before any text, asking again costs the caller nothing they heard.
+        raise BrainError(
+            "the stream ended before the reply was finished (no finish_reason)",
+            retryable=not said,
+        )
     for index in sorted(pending):
         if pending[index].name:
             yield pending[index].finish()

@@ -44,6 +44,9 @@ class Said:
     timestamp: float | None = None
     #: The language it was said in, on a call that speaks of languages (docs/languages.md).
     language: str | None = None
+    #: The caller's "uh-huh" while the agent spoke: kept in the transcript, not a turn (the
+    #: brain is not sent it).
+    backchannel: bool = False
 
 
 @dataclass(eq=False)
@@ -137,6 +140,8 @@ def entry_of(item: Item) -> dict[str, Any]:
         entry = {"role": item.role, "text": item.text}
         if item.language is not None:
             entry["language"] = item.language
+        if item.backchannel:
+            entry["backchannel"] = True
     elif isinstance(item, ToolCalled):
         entry = {
             "role": "assistant",
@@ -187,7 +192,7 @@ def chat_messages(call_prompt: str | None, items: Sequence[Item]) -> list[Messag
                     {"role": "tool", "tool_call_id": call.call_id, "content": content or NO_RESULT}
                 )
             continue
-        if index not in used and isinstance(item, Said) and item.text:
+        if index not in used and isinstance(item, Said) and item.text and not item.backchannel:
             messages.append({"role": item.role, "content": item.text})
         index += 1
     return messages

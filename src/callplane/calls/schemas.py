@@ -35,6 +35,8 @@ class TranscriptEntry(BaseModel):
     arguments: JSONObject | None = None
     #: The language the line was said in, on calls not in English (docs/languages.md).
     language: Annotated[str, StringConstraints(pattern=LANGUAGE_TAG)] | None = None
+    #: The caller's "uh-huh" while the agent spoke: kept, never answered (docs/voices.md).
+    backchannel: bool | None = None
 
 
 class CallTagSummary(BaseModel):

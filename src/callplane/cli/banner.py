@@ -8,7 +8,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from callplane.settings import Settings
-from callplane.speech.engines import EngineNotInstalled, check_engine
+from callplane.speech.engines import DEFAULT_ENGINE, spoken_default
 
 # Binding every interface serves loopback too; a URL needs one concrete address to point at.
 _ANY_ADDRESS = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}
@@ -44,19 +44,14 @@ def banner(settings: Settings, host: str, port: int, *, discovered: bool = False
 
 
 def voice(settings: Settings) -> str:
-    """The voice calls speak with (CALLPLANE_VOICE_ENGINE; `make run` picks Piper), or why it is
-    another: a voice not installed falls back to espeak-ng, and without espeak-ng calls are
-    text only (it says how)."""
-    configured = settings.voice_engine
-    try:
-        check_engine(configured, settings)
-    except (EngineNotInstalled, ValueError):
-        pass
-    else:
-        return configured
-    if shutil.which("espeak-ng") is None:
+    """The voice calls speak with (CALLPLANE_VOICE_ENGINE, Piper's joe voice unless set), or why
+    it is another: a voice not installed falls back to espeak-ng, and without espeak-ng calls
+    are text only (it says how)."""
+    if shutil.which("espeak-ng") is None and spoken_default(settings) == DEFAULT_ENGINE:
         return "none (espeak-ng is not installed: calls are text only; apt-get install espeak-ng)"
-    return f"espeak-ng ({configured} is not installed here)"
+    if spoken_default(settings) == settings.voice_engine:
+        return settings.voice_engine
+    return f"espeak-ng ({settings.voice_engine} is not installed here)"
 
 
 def brain(settings: Settings) -> str:

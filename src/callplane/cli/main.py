@@ -129,20 +129,28 @@ def serve(
     )
 
 
-def _discover_brain() -> bool:
-    """Without a configured brain, one running on this machine (Ollama, llama.cpp's server, LM
-    Studio), set in the environment so every worker process uses it."""
+def _local_brain(settings: Settings) -> Settings | None:
+    """Without a configured brain, the settings with one running on this machine (Ollama,
+    llama.cpp's server, LM Studio); None when there is a brain already, or none to be found."""
     from callplane.brain.discovery import discover
 
-    settings = Settings()
     if settings.llm_base_url or not settings.llm_ports:
-        return False
+        return None
     found = discover(settings.llm_ports)
     if found is None:
+        return None
+    return settings.model_copy(
+        update={"llm_base_url": found.base_url, "llm_model": settings.llm_model or found.model}
+    )
+
+
+def _discover_brain() -> bool:
+    """The brain found on this machine, set in the environment so every worker process uses it."""
+    found = _local_brain(Settings())
+    if found is None:
         return False
-    os.environ["CALLPLANE_LLM_BASE_URL"] = found.base_url
-    if not settings.llm_model:
-        os.environ["CALLPLANE_LLM_MODEL"] = found.model
+    os.environ["CALLPLANE_LLM_BASE_URL"] = found.llm_base_url or ""
+    os.environ["CALLPLANE_LLM_MODEL"] = found.llm_model or ""
     return True
 
 
@@ -314,7 +322,7 @@ def demo(
 ) -> None:
     """Create the demo organization, sample data and dashboard person (once); print the sign-in
     and the API key."""
-    from callplane.cli.banner import default_public_url
+    from callplane.cli.banner import brain, default_public_url
     from callplane.demo import ensure_demo, load_demo_into
     from callplane.users.demo import DemoPerson, ensure_demo_person
 
@@ -345,6 +353,11 @@ def demo(
         f"Dashboard: {served}/dashboard/ (once `callplane serve` runs there)\n"
         f"  email:    {person.email}\n  password: {password}"
     )
+    # The brain `serve` will use, looked for as `serve` looks: a newcomer learns here, before
+    # the first call, whether the agent will converse or only greet.
+    found = _local_brain(settings)
+    where = " (found running on this machine: `callplane serve` uses it)" if found else ""
+    typer.echo(f"Brain: {brain(found or settings)}{where}")
     if key is None:
         typer.echo(
             f"Demo organization {org_id}. Its demo API key was revoked and stays revoked; "

@@ -20,13 +20,22 @@ from callplane.agents.refs import MAIN
 from callplane.agents.schemas import CommitCreate
 from callplane.calls import commands
 from callplane.calls.schemas import CallCreate
+from callplane.dashboard.branch_view import branch_rows, conflict_rows
 from callplane.dashboard.forms import fields
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router, runtime_of
-from callplane.dashboard.tool_forms import kinds, tool_from_form
+from callplane.dashboard.tool_editor import (
+    Editor,
+    edit,
+    editor_of_config,
+    editor_of_form,
+    tools_in,
+)
+from callplane.dashboard.tool_forms import cards_from_form, error_slots, kinds
 from callplane.errors import Conflict, InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.tenancy import select_owned
+from callplane.knowledge.service import list_knowledge_bases
 from callplane.models.agents import AgentCommit
 from callplane.users.service import Person
 from callplane.voices.service import list_voices
@@ -52,7 +61,16 @@ async def agents_page(request: Request, session: SessionDep, person: CurrentPers
     agents, total = await service.list_agents(
         session, person.organization_id, page=1, page_size=100
     )
-    return render(request, "agents.html", section="agents", agents=agents, total=total, error=None)
+    voices = {str(v.id): v.name for v in await list_voices(session, person.organization_id)}
+    return render(
+        request,
+        "agents.html",
+        section="agents",
+        agents=agents,
+        total=total,
+        voices=voices,
+        error=None,
+    )
 
 
 @router.post("/agents")
@@ -81,9 +99,20 @@ async def create(request: Request, session: SessionDep, person: CurrentPerson) -
             section="agents",
             agents=agents,
             total=total,
+            voices={},
             error=exc.message,
         )
     return _go(request, f"/agents/{agent.uuid}", notice="Agent created.")
+
+
+async def tool_references(session: Any, request: Request, org: int) -> dict[str, list[Any]]:
+    """What a tool's form offers to pick from: the organization's tables and knowledge bases."""
+    tables = await request.app.state.runtime.catalog.list_tables(session, org)
+    bases, _ = await list_knowledge_bases(session, org, page=1, page_size=100)
+    return {
+        "table": [(t.name, t.name) for t in tables],
+        "knowledge_base_id": [(b["id"], b["name"]) for b in bases],
+    }
 
 
 async def _page(
@@ -96,6 +125,8 @@ async def _page(
     errors: list[str] | None = None,
     draft: dict[str, str] | None = None,
     notice: str | None = None,
+    tools: Editor | None = None,
+    merge_conflict: dict[str, Any] | None = None,
 ) -> Response:
     org = person.organization_id
     agent = await service.get_agent(session, org, agent_uuid)
@@ -133,10 +164,11 @@ async def _page(
         "first_message": config.get("first_message", ""),
         "voice_id": config.get("voice_id", ""),
         "language": config.get("language", ""),
-        "tools": json.dumps(config.get("tools", []), indent=2, ensure_ascii=False),
         "settings": json.dumps(others, indent=2, ensure_ascii=False),
         "message": "",
     }
+    if tools is None:
+        tools = editor_of_form(draft) if draft else editor_of_config(config)
     return render(
         request,
         "agent.html",
@@ -144,7 +176,7 @@ async def _page(
         section="agents",
         agent=shown,
         branch=branch,
-        branches=shown["branches"],
+        branches=await branch_rows(session, org, agent.id, shown["branches"]),
         head=head,
         history=history,
         total=total,
@@ -154,7 +186,10 @@ async def _page(
         notice=notice or request.query_params.get("notice"),
         tool_types=TOOL_TYPES,
         tool_kinds=kinds(),
+        tools=tools,
+        references=await tool_references(session, request, org),
         gate=gate,
+        merge_conflict=merge_conflict,
     )
 
 
@@ -187,10 +222,11 @@ def _config_of(form: dict[str, str]) -> dict[str, Any]:
     for key in ("prompt", "first_message", "voice_id", "language"):
         if form.get(key, "").strip():
             config[key] = form[key]
-    tools = _json(form.get("tools", ""), "Tools")
-    # No tools is no ``tools`` key (as the agent was created); anything else, even not a
-    # list, goes to the validator, which names what is wrong with it.
-    if tools is not None and tools != []:
+    tools = tools_in(form)
+    # No tools is no ``tools`` key (as the agent was created), unless the config listed none
+    # (``"tools": []``); anything else, even not a list, goes to the validator, which names
+    # what is wrong with it.
+    if tools is not None and (tools != [] or form.get("tools_listed")):
         config["tools"] = tools
     return config
 
@@ -224,25 +260,32 @@ async def commit(
     return _go(request, f"/agents/{agent_uuid}", branch=branch, notice=notice)
 
 
-@router.post("/agents/{agent_uuid}/tools/add")
-async def add_tool(
+@router.post("/agents/{agent_uuid}/tools")
+async def edit_tools(
     request: Request, agent_uuid: uuid.UUID, session: SessionDep, person: CurrentPerson
 ) -> Response:
-    """A tool built with its kind's form, appended to the editor's draft (not committed)."""
+    """The editor's tools after one edit (add a tool of a kind, remove one, switch between the
+    forms and the JSON): only the tools' part for htmx, else the whole page; nothing committed."""
     form = await fields(request)
     branch = form.get("branch", MAIN)
-    try:
-        tool = tool_from_form(form)
-        tools = _json(form.get("tools", ""), "Tools") or []
-        if not isinstance(tools, list):
-            raise InvalidInput("Tools: must be a JSON list to add a tool to")
-    except InvalidInput as exc:
-        return await _page(
-            request, session, person, agent_uuid, branch, 422, exc.errors, draft=form
+    tools, notice = edit(form, form.get("tools_action", ""))
+    status = 422 if tools.errors else 200
+    if request.headers.get("HX-Request") == "true":
+        await service.get_agent(session, person.organization_id, agent_uuid)
+        # htmx swaps only a 2xx answer: the problems are in the part itself.
+        return render(
+            request,
+            "_agent_tools.html",
+            agent={"id": str(agent_uuid)},
+            tools=tools,
+            tool_kinds=kinds(),
+            tool_types=TOOL_TYPES,
+            references=await tool_references(session, request, person.organization_id),
+            tools_notice=notice,
         )
-    draft = {**form, "tools": json.dumps([*tools, tool], indent=2, ensure_ascii=False)}
-    notice = f"Tool {tool.get('name') or tool['type']} added to the draft: commit to keep it."
-    return await _page(request, session, person, agent_uuid, branch, draft=draft, notice=notice)
+    return await _page(
+        request, session, person, agent_uuid, branch, status, draft=form, notice=notice, tools=tools
+    )
 
 
 @router.post("/agents/{agent_uuid}/check")
@@ -252,12 +295,14 @@ async def check(
     """The editor's errors as one types (htmx): the checks a commit makes, committing nothing."""
     form = await fields(request)
     await service.get_agent(session, person.organization_id, agent_uuid)
+    cards = cards_from_form(form) if form.get("tools_mode") == "form" else []
+    errors: list[str] = []
     try:
         config = validate_config(_config_of(form))
         await service.check_config_references(session, person.organization_id, config)
     except InvalidInput as exc:
-        return render(request, "_config_check.html", errors=exc.errors)
-    return render(request, "_config_check.html", errors=[])
+        errors = exc.errors
+    return render(request, "_config_check.html", errors=errors, slots=error_slots(cards, errors))
 
 
 @router.post("/agents/{agent_uuid}/rollback")
@@ -269,11 +314,17 @@ async def rollback(
     branch = form.get("branch", MAIN)
     try:
         target = uuid.UUID(form.get("commit", ""))
+        agent = await service.get_agent(session, person.organization_id, agent_uuid)
+        found = await service.find_commit(session, person.organization_id, agent.id, target)
+        # Named as the history shows it: short id and message, not a bare UUID.
+        told = f' ("{found.message.splitlines()[0][:200]}")' if found and found.message else ""
         await service.create_commit(
             session,
             person.organization_id,
             agent_uuid,
-            CommitCreate(branch=branch, revert_to=target, message=f"Roll back to {target}"),
+            CommitCreate(
+                branch=branch, revert_to=target, message=f"Roll back to {str(target)[:8]}{told}"
+            ),
             author=_author(person),
         )
     except ValueError:
@@ -315,8 +366,27 @@ async def merge(
             author=_author(person),
         )
     except (InvalidInput, Conflict) as exc:
-        errors = [f"Merging {name} into {into} failed: {exc.message}", *exc.errors]
-        return await _page(request, session, person, agent_uuid, name, 409, errors)
+        paths = [e.removeprefix("conflict: ") for e in exc.errors if e.startswith("conflict: ")]
+        conflict = None
+        if paths:
+            agent = await service.get_agent(session, person.organization_id, agent_uuid)
+            conflict = {
+                "branch": name,
+                "into": into,
+                "rows": await conflict_rows(
+                    session, person.organization_id, agent.id, name, into, paths
+                ),
+            }
+            errors = [
+                f"{name} cannot be merged into {into}: both changed the same "
+                f"{'setting' if len(paths) == 1 else 'settings'} differently. "
+                f"Choose the value on {name} (commit it there), then merge again."
+            ]
+        else:
+            errors = [f"Merging {name} into {into} failed: {exc.message}", *exc.errors]
+        return await _page(
+            request, session, person, agent_uuid, name, 409, errors, merge_conflict=conflict
+        )
     return _go(request, f"/agents/{agent_uuid}", branch=into, notice=f"Merged {name} into {into}.")
 
 

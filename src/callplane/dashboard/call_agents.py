@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.kit.tenancy import select_owned
-from callplane.models.agents import Agent, AgentCommit
+from callplane.models.agents import Agent, AgentBranch, AgentCommit
 from callplane.models.calls import Call
 
 
@@ -79,6 +79,20 @@ async def agent_choices(session: AsyncSession, organization_id: int) -> list[tup
         .order_by(Agent.name, Agent.id)
     )
     return [(str(row.uuid), row.name) for row in rows]
+
+
+async def branch_choices(session: AsyncSession, organization_id: int) -> dict[str, list[str]]:
+    """Each agent's branch names (by agent uuid), main first, for "Place a call"."""
+    rows = await session.execute(
+        select_owned(AgentBranch, organization_id, Agent.uuid, AgentBranch.name)
+        .join(Agent, Agent.id == AgentBranch.agent_id)
+        .where(Agent.organization_id == organization_id, Agent.archived.is_(False))
+        .order_by(AgentBranch.name != "main", AgentBranch.name)
+    )
+    found: dict[str, list[str]] = {}
+    for agent_uuid, name in rows:
+        found.setdefault(str(agent_uuid), []).append(name)
+    return found
 
 
 @dataclass(frozen=True)

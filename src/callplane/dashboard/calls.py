@@ -13,7 +13,7 @@ from starlette.responses import RedirectResponse, Response
 
 from callplane.calls import commands, events, service
 from callplane.calls.schemas import CallCreate
-from callplane.dashboard.call_agents import agent_choices, agents_of
+from callplane.dashboard.call_agents import agent_choices, agents_of, branch_choices
 from callplane.dashboard.call_tools import tool_answers, transfer_of
 from callplane.dashboard.forms import fields
 from callplane.dashboard.overview import call_turn_latencies
@@ -104,6 +104,7 @@ async def _new_call_page(
         section="calls",
         voices=voices,
         agent_choices=await agent_choices(session, person.organization_id),
+        branch_choices=await branch_choices(session, person.organization_id),
         values=values,
         errors=errors,
     )

@@ -57,12 +57,14 @@ async def contact_page(
         raise NotFound("Contact data not found") from None
     now = utcnow()
     stored = await get_contact_data(session, person.organization_id, key, now=now)
-    data = json.dumps(json.loads(stored.data_json), indent=2, ensure_ascii=False)
+    parsed = json.loads(stored.data_json)
+    data = json.dumps(parsed, indent=2, ensure_ascii=False)
     return render(
         request,
         "contact.html",
         section="contacts",
         contact=stored,
         data=data,
+        parsed=parsed,
         ttl=remaining_ttl(stored.expires_at, now),
     )

@@ -1,6 +1,7 @@
-"""Knowledge: knowledge bases (create, delete), their documents (add by pasting text, Markdown
-or HTML; delete) and a search box showing exactly what the agent would find, with scores. The
-same services as ``/v1/knowledge_bases``; files (PDFs) go through the API or the client."""
+"""Knowledge: knowledge bases (create, delete), their documents (add a file -- text, Markdown,
+HTML, PDF, JSON -- or paste text; delete) and a search box showing exactly what the agent would
+find, with scores. The same services as ``/v1/knowledge_bases``: a file goes through the same
+reading (``knowledge.ingest``) as a document sent to the API, with the same errors."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from callplane.dashboard.forms import fields
+from callplane.dashboard.forms import fields, takes_files, upload
 from callplane.dashboard.rendering import render
 from callplane.dashboard.routing import CurrentPerson, dashboard_router
+from callplane.errors import InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.pagination import total_pages
-from callplane.knowledge import extraction, service
+from callplane.knowledge import extraction, ingest, service
 from callplane.knowledge.schemas import KnowledgeBaseCreate
 from callplane.models.knowledge import KnowledgeBase
 
@@ -127,27 +129,49 @@ async def base_page(
 
 
 @router.post("/knowledge/{base_id}/documents")
+@takes_files(ingest.MAX_DOCUMENT_BYTES)
 async def add_document(
     request: Request, base_id: uuid.UUID, session: SessionDep, person: CurrentPerson
 ) -> Response:
     values = await fields(request)
+    file = await upload(request, "file")
     base = await service.get_knowledge_base(session, person.organization_id, base_id)
-    text = values.get("text", "")
-    read = FORMATS.get(values.get("format", ""), extraction.plain)
     title = " ".join(values.get("title", "").split()) or None
-    if not text.strip():
-        errors = ["text: paste the document's text"]
+    url = values.get("url", "").strip() or None
+    text = values.get("text", "")
+    try:
+        if file is not None:
+            declared = ingest.file_type(file.filename or "", file.content_type)
+            # Bounded already: the form's body stopped at the page's limit as it was read.
+            prepared = await ingest.prepare(await file.read(), declared, title=title, url=url)
+            stem = (file.filename or "").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            title = title or prepared.title or prepared.extracted.title or stem or None
+            url = url or prepared.url
+        elif text.strip():
+            media = values.get("format", "")
+            media = media if media in FORMATS else "text/plain"
+            prepared = ingest.Prepared(FORMATS[media](text), title, url, media)
+        else:
+            raise InvalidInput("choose a file, or paste the document's text", loc=("body",))
+    except InvalidInput as exc:
+        where = "file" if file is not None else "text"
         return await _base_page(
-            request, session, person, base, status=422, errors=errors, values=values
+            request,
+            session,
+            person,
+            base,
+            status=422,
+            errors=[f"{where}: {exc.message}"],
+            values=values,
         )
     await service.add_document(
         session,
         person.organization_id,
         base,
-        read(text),
+        prepared.extracted,
         title=title,
-        url=values.get("url", "").strip() or None,
-        content_type=next((f for f in FORMATS if f == values.get("format")), "text/plain"),
+        url=url,
+        content_type=prepared.media,
     )
     return RedirectResponse(
         f"{request.scope.get('root_path', '')}/knowledge/{base.uuid}?added=1", 303

@@ -1,10 +1,12 @@
-"""The dashboard's route class: session cookie, CSRF check, unit of work, error pages.
+"""The dashboard's route class: session cookie, form policy, CSRF check, unit of work, errors.
 
 Every dashboard route is built by ``DashboardRoute``, so no page can forget the CSRF check or
-leave a write uncommitted: a POST whose token does not match the session's is refused before the
-handler runs; the request's database session (the same unit of work as the API's) is committed
-when the page answers below 400 and rolled back otherwise; domain errors become HTML error pages
-(another organization's resource is the same 404 page as a missing one).
+leave a write uncommitted: a request's body is bounded as it is read by its page's form policy
+(``dashboard.forms``: 1 MB of text, or the page's files); a POST whose token does not match the
+session's is refused before the handler runs; the request's database session (the same unit of
+work as the API's) is committed when the page answers below 400 and rolled back otherwise;
+domain errors become HTML error pages (another organization's resource is the same 404 page as
+a missing one).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
+from starlette.types import Receive, Scope, Send
 
 from callplane.audit.requests import attribute, open_event
+from callplane.dashboard import forms
 from callplane.dashboard.rendering import render
 from callplane.dashboard.sessions import (
     COOKIE,
@@ -32,16 +36,14 @@ from callplane.dashboard.sessions import (
     csrf_matches,
     new_state,
 )
-from callplane.errors import CallplaneError, Forbidden, PayloadTooLarge, RateLimited
+from callplane.errors import CallplaneError, Forbidden, RateLimited
+from callplane.http.body import bounded_receive, check_declared
 from callplane.http.deps import UNIT_OF_WORK, SessionDep, end_unit_of_work
 from callplane.runtime import Runtime
 from callplane.users.roles import may
 from callplane.users.service import Person, get_person
 
 log = logging.getLogger("callplane.dashboard")
-
-#: Dashboard forms are small; anything bigger is refused before it is parsed.
-MAX_FORM_BYTES = 1024 * 1024
 
 
 class SignInRequired(Exception):
@@ -74,13 +76,16 @@ def runtime_of(request: Request) -> Runtime:
     return runtime
 
 
-async def _check_csrf(request: Request, visit: Visit) -> None:
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > MAX_FORM_BYTES):
-        raise PayloadTooLarge("Form too large")
+async def _check_csrf(request: Request, visit: Visit, policy: forms.FormPolicy) -> None:
+    check_declared(request, policy.max_bytes)
+    if policy.max_files and visit.state.user_id is None:
+        # Nobody signed in can send a file: refused before megabytes are read for nothing.
+        raise SignInRequired
+    # Parsed here whether or not the token came in a header, so the page reads a form parsed
+    # under its own policy (files or not).
+    form = await forms.read(request, policy)
     sent = request.headers.get(CSRF_HEADER)
     if sent is None:
-        form = await request.form(max_files=0, max_fields=2000)
         value = form.get(CSRF_FIELD)
         sent = value if isinstance(value, str) else None
     if not csrf_matches(visit.state, sent):
@@ -122,6 +127,11 @@ class DashboardRoute(APIRoute):
         changes = not (self.methods or set()) <= {"GET", "HEAD"}
         self.audit_action = f"dashboard.{endpoint.__name__}" if changes else None
         self.audit_resource_type = endpoint.__module__.rsplit(".", 1)[-1]
+        self.form_policy = forms.policy_of(endpoint)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Whoever reads the body (the form parser), it stops at the page's limit.
+        await super().handle(scope, bounded_receive(receive, self.form_policy.max_bytes), send)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -137,7 +147,7 @@ class DashboardRoute(APIRoute):
             request.scope[UNIT_OF_WORK] = True
             try:
                 if request.method not in ("GET", "HEAD"):
-                    await _check_csrf(request, visit)
+                    await _check_csrf(request, visit, route.form_policy)
                 response = await handler(request)
             except SignInRequired:
                 response = _sign_in_redirect(request)
@@ -162,6 +172,8 @@ class DashboardRoute(APIRoute):
             except BaseException:
                 await end_unit_of_work(request, commit=False)
                 raise
+            finally:
+                await request.close()  # an uploaded file's spooled copy
             await end_unit_of_work(request, commit=response.status_code < 400)
             if visit.dirty:
                 response.set_cookie(

@@ -10,6 +10,10 @@ what was read, so FastAPI and endpoints that read the request themselves see the
 
 Endpoints marked ``@streamed_body`` (an audio upload) are left alone: they read
 ``request.stream()`` themselves and bound it themselves.
+
+The dashboard's forms (urlencoded, or multipart where a page takes a file) are bounded by the
+same rule, ``check_declared`` then ``bounded_receive`` under the parser: a body is refused
+(413) once it passes its limit, as declared or as sent, never read whole first.
 """
 
 from __future__ import annotations
@@ -72,14 +76,36 @@ class PolicedRequest(Request):
         return receive
 
 
-async def read_bounded(request: Request, limit: int) -> bytes:
-    """The body, or 413 once it passes ``limit`` bytes (declared or sent)."""
+def check_declared(request: Request, limit: int) -> None:
+    """413 when the Content-Length is not a number or more than ``limit``."""
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
             raise PayloadTooLarge("Invalid Content-Length")
         if int(declared) > limit:
             raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+
+
+def bounded_receive(receive: Receive, limit: int) -> Receive:
+    """``receive``, raising 413 as soon as the body it has handed on passes ``limit`` bytes: a
+    parser reading through it (a multipart form) never holds more, whatever was declared."""
+    size = 0
+
+    async def bounded() -> Message:
+        nonlocal size
+        message = await receive()
+        if message["type"] == "http.request":
+            size += len(message.get("body", b""))
+            if size > limit:
+                raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+        return message
+
+    return bounded
+
+
+async def read_bounded(request: Request, limit: int) -> bytes:
+    """The body, or 413 once it passes ``limit`` bytes (declared or sent)."""
+    check_declared(request, limit)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():

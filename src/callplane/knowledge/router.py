@@ -3,25 +3,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Annotated, Any
 
 from fastapi import Header, Query
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from callplane.errors import InvalidInput
 from callplane.http.body import read_bounded
 from callplane.http.deps import CurrentTenant, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.responses import json_response
 from callplane.http.routing import family_router, streamed_body
-from callplane.kit import jsonvalues
 from callplane.kit.pagination import total_pages
 from callplane.kit.scopes import AGENTS, needs_scope
-from callplane.knowledge import extraction, service
+from callplane.knowledge import extraction, ingest, service
 from callplane.knowledge.schemas import (
     Deleted,
     DocumentEnvelope,
@@ -35,9 +31,6 @@ from callplane.knowledge.schemas import (
 )
 
 router = family_router(STATUS, scopes=AGENTS, tags=["knowledge"])
-
-#: The largest document accepted (413 beyond), whatever its type.
-MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
 
 Page = Annotated[int, Query(ge=1, le=1_000_000)]
 PageSize = Annotated[int, Query(ge=1, le=100)]
@@ -150,63 +143,21 @@ async def add_document(
     characters, each carrying its title path, and indexed at once. The body is the document
     itself (`text/plain`, `text/markdown`, `text/html`, `application/pdf`; `title` and `url`
     in the query) or JSON `{"title", "text", "url"}`; at most 20 MB."""
-    media, charset = _media_type(content_type)
-    body = await read_bounded(request, MAX_DOCUMENT_BYTES)
-    if not body.strip():
-        raise InvalidInput("the document is empty", loc=("body",), type_="missing")
+    ingest.media_type(content_type)  # a wrong type is refused before the body is read
+    body = await read_bounded(request, ingest.MAX_DOCUMENT_BYTES)
     # The body is read and parsed before the database is touched: no lock is held meanwhile.
-    extracted, title, url = await _extract(media, charset, body, title, url)
+    prepared = await ingest.prepare(body, content_type, title=title, url=url)
     base = await service.get_knowledge_base(session, tenant.organization_id, uuid)
     document = await service.add_document(
         session,
         tenant.organization_id,
         base,
-        extracted,
-        title=title,
-        url=url,
-        content_type=media,
+        prepared.extracted,
+        title=prepared.title,
+        url=prepared.url,
+        content_type=prepared.media,
     )
     return json_response({"document": service.document_wire(document, base)}, 201)
-
-
-def _media_type(content_type: str | None) -> tuple[str, str | None]:
-    if not content_type:
-        return "application/json", None
-    media, _, rest = content_type.partition(";")
-    media = media.strip().lower()
-    charset = None
-    for parameter in rest.split(";"):
-        key, _, value = parameter.partition("=")
-        if key.strip().lower() == "charset":
-            charset = value.strip().strip('"') or None
-    if media not in (*extraction.TEXT_TYPES, "application/pdf", "application/json"):
-        raise InvalidInput(
-            f"Content-Type must be {extraction.ACCEPTED}",
-            loc=("header", "content-type"),
-            type_="content_type",
-        )
-    return media, charset
-
-
-async def _extract(
-    media: str, charset: str | None, body: bytes, title: str | None, url: str | None
-) -> tuple[extraction.Extracted, str | None, str | None]:
-    if media == "application/pdf":
-        return await asyncio.to_thread(extraction.pdf, body), title, url
-    if media == "application/json":
-        try:
-            document = DocumentJson.model_validate(jsonvalues.parse(body))
-        except ValidationError as exc:
-            first = exc.errors(include_input=False, include_url=False)[0]
-            where = "/".join(str(part) for part in first["loc"]) or "body"
-            raise InvalidInput(f"{where}: {first['msg']}", loc=("body",)) from None
-        return extraction.plain(document.text), document.title, document.url
-    text = extraction.decode(body, charset)
-    if media == "text/html":
-        return await asyncio.to_thread(extraction.html, text), title, url
-    if media == "text/markdown":
-        return extraction.markdown(text), title, url
-    return extraction.plain(text), title, url
 
 
 @router.get(

@@ -11,7 +11,13 @@ then just characters between words, never a syntax error.
   so higher is better on both databases. English knowledge bases use the porter stemmer; FTS5
   stems nothing else, so other languages match words as written (diacritics folded).
 - PostgreSQL: the chunk's ``tsvector`` (stemmed in the knowledge base's language where
-  PostgreSQL has a configuration for it, else ``simple``), ranked by ``ts_rank_cd``.
+  PostgreSQL has a configuration for it, else ``simple``), ranked by ``ts_rank_cd``. Ranking
+  reads each candidate's vector, so the candidates are bounded (``RANK_BUDGET``): the words of
+  the question are looked up in the knowledge base's word counts (migration 0025), and the
+  GIN index picks the chunks holding the rarest of them, as many words as fit the budget.
+  Chunks holding only common words would rank below those anyway where rarity counts (BM25),
+  and a word in a fifth of 100,000 chunks made every search rank 20,000 of them. When every
+  word is common, the candidates are chunks holding all of them and chunks holding the rarest.
 
 English stop words are dropped from the query on both, as PostgreSQL's ``english``
 configuration does, so both rank on the same words. Scores differ between the two engines;
@@ -25,12 +31,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 #: The most words of a query used (the rest adds little and costs each search).
 MAX_TERMS = 32
 MAX_TERM_CHARS = 64
+#: PostgreSQL ranks at most about this many chunks per search (``_postgresql``).
+RANK_BUDGET = 1_000
 _WORD = re.compile(r"[^\W_]+")
 
 #: BCP 47 primary language subtag -> PostgreSQL text search configuration (built in since
@@ -153,19 +161,71 @@ async def _postgresql(
     # regconfig is not constant (the cast is only stable), so the planner could not fold the
     # query and estimate it, and searches took 3x as long. It is one of our own names.
     name = config if config in KNOWN_CONFIGS else "simple"
-    words = " || ".join(f"plainto_tsquery('{name}'::regconfig, :t{n})" for n in range(len(terms)))
+    counts = await _chunks_per_word(session, org, kb, name, terms)
+    held = sorted((n for n in range(len(terms)) if counts.get(n, 0) > 0), key=lambda n: counts[n])
+    if not held:  # no chunk holds any of the words
+        return []
+
+    def tsquery(numbers: list[int], operator: str) -> str:
+        return f" {operator} ".join(f"plainto_tsquery('{name}'::regconfig, :t{n})" for n in numbers)
+
+    rare: list[int] = []
+    for n in held:
+        if sum(counts[r] for r in rare) + counts[n] > RANK_BUDGET:
+            break
+        rare.append(n)
+    if rare:
+        # Every chunk holding a rare word is ranked; one holding only common words ranks below
+        # them on any scoring that weighs rarity (BM25 on SQLite) and is left out.
+        candidates = (
+            "SELECT c.id, c.search_vector FROM knowledge_chunks AS c "  # noqa: S608
+            "WHERE c.organization_id = :org AND c.knowledge_base_id = :kb "
+            f"AND c.search_vector @@ ({tsquery(rare, '||')})"
+        )
+    else:
+        # Every word is common: some of the chunks holding them all, and some holding the
+        # rarest, half the budget each (and never fewer than asked for).
+        candidates = (
+            "SELECT c.id, c.search_vector FROM knowledge_chunks AS c WHERE c.id IN ("  # noqa: S608
+            "(SELECT id FROM knowledge_chunks WHERE organization_id = :org "
+            f"AND knowledge_base_id = :kb AND search_vector @@ ({tsquery(held, '&&')}) "
+            "LIMIT :half) UNION "
+            "(SELECT id FROM knowledge_chunks WHERE organization_id = :org "
+            f"AND knowledge_base_id = :kb AND search_vector @@ ({tsquery(held[:1], '||')}) "
+            "LIMIT :half))"
+        )
     statement = text(
-        "SELECT d.uuid, c.title, c.text, ts_rank_cd(c.search_vector, s.q) AS score "  # noqa: S608
-        f"FROM knowledge_chunks AS c CROSS JOIN (SELECT {words} AS q) AS s "
+        f"WITH q AS MATERIALIZED (SELECT {tsquery(held, '||')} AS q), "  # noqa: S608
+        f"candidates AS ({candidates}), "
+        "best AS (SELECT m.id, ts_rank_cd(m.search_vector, q.q) AS score "
+        "FROM candidates AS m CROSS JOIN q ORDER BY score DESC, m.id LIMIT :k) "
+        "SELECT d.uuid, c.title, c.text, b.score FROM best AS b "
+        "JOIN knowledge_chunks AS c ON c.id = b.id "
         "JOIN knowledge_documents AS d ON d.organization_id = c.organization_id "
         "AND d.id = c.document_id "
-        "WHERE c.organization_id = :org AND c.knowledge_base_id = :kb "
-        "AND c.search_vector @@ s.q "
-        "ORDER BY score DESC, c.id LIMIT :k"
-    ).bindparams(
-        *(bindparam(f"t{n}", term) for n, term in enumerate(terms)),
-        org=org,
-        kb=kb,
-        k=top_k,
+        "ORDER BY b.score DESC, b.id"
     )
+    values: dict[str, Any] = {f"t{n}": terms[n] for n in held}
+    if not rare:
+        values["half"] = max(RANK_BUDGET // 2, top_k)
+    statement = statement.bindparams(org=org, kb=kb, k=top_k, **values)
     return (await session.execute(statement)).all()
+
+
+async def _chunks_per_word(
+    session: AsyncSession, org: int, kb: int, name: str, terms: list[str]
+) -> dict[int, int]:
+    """How many of the knowledge base's chunks hold each word (migration 0025 counts them);
+    a word PostgreSQL reads as several lexemes is held at most as often as its rarest."""
+    values = ", ".join(f"({n}, :t{n})" for n in range(len(terms)))
+    # One index lookup per lexeme, as a subquery: a join would let a planner without
+    # statistics on the counts (a new table) hash all of the knowledge base's words.
+    statement = text(
+        "SELECT w.n, min(coalesce((SELECT t.chunks FROM knowledge_chunks_fts_terms AS t "  # noqa: S608
+        "WHERE t.organization_id = :org AND t.knowledge_base_id = :kb "
+        "AND t.lexeme = l.lexeme), 0)) "
+        f"FROM (VALUES {values}) AS w (n, word) CROSS JOIN LATERAL "
+        f"unnest(tsvector_to_array(to_tsvector('{name}'::regconfig, w.word))) AS l (lexeme) "
+        "GROUP BY w.n"
+    ).bindparams(org=org, kb=kb, **{f"t{n}": term for n, term in enumerate(terms)})
+    return {int(n): int(chunks) for n, chunks in (await session.execute(statement)).all()}

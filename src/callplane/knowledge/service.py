@@ -113,10 +113,22 @@ async def list_knowledge_bases(
     return [knowledge_base_wire(b, counts.get(b.id, 0)) for b in bases], total
 
 
+async def _lock_for_writing(session: AsyncSession, base: KnowledgeBase) -> None:
+    """One writer of a knowledge base's chunks at a time: on PostgreSQL their triggers count
+    words per knowledge base (migration 0025), and two uploads counting the same words in
+    batches would each wait for the other. A no-op on SQLite, which has one writer anyway."""
+    await session.execute(
+        select_owned(KnowledgeBase, base.organization_id, KnowledgeBase.id)
+        .where(KnowledgeBase.id == base.id)
+        .with_for_update(key_share=True)
+    )
+
+
 async def delete_knowledge_base(
     session: AsyncSession, organization_id: int, base_uuid: uuid.UUID
 ) -> None:
     base = await get_knowledge_base(session, organization_id, base_uuid)
+    await _lock_for_writing(session, base)
     # Chunks first, by statement: on SQLite their triggers take them out of the index.
     await session.execute(
         delete_owned(KnowledgeChunk, organization_id).where(
@@ -145,6 +157,7 @@ async def add_document(
 ) -> KnowledgeDocument:
     name = " ".join((title or extracted.title or UNTITLED).split())[:255] or UNTITLED
     chunks = chunk_sections(name, extracted.sections)
+    await _lock_for_writing(session, base)
     document = KnowledgeDocument(
         organization_id=organization_id,
         uuid=uuid.uuid4(),
@@ -217,6 +230,7 @@ async def delete_document(
     session: AsyncSession, organization_id: int, base: KnowledgeBase, document_uuid: uuid.UUID
 ) -> None:
     document = await get_document(session, organization_id, base, document_uuid)
+    await _lock_for_writing(session, base)
     await session.execute(
         delete_owned(KnowledgeChunk, organization_id).where(
             KnowledgeChunk.document_id == document.id

@@ -7,7 +7,9 @@ itself (migration 0020), so nothing here writes an index:
 - SQLite: FTS5 tables ``knowledge_chunks_fts_english`` (porter stemmer) and
   ``knowledge_chunks_fts_simple`` (words as written), filled and emptied by triggers on this table.
 - PostgreSQL: ``search_vector``, a stored generated ``tsvector`` column with a GIN index, stemmed
-  with the chunk's ``search_config``.
+  with the chunk's ``search_config``; and ``knowledge_chunks_fts_terms``, how many chunks of each
+  knowledge base hold each lexeme, counted by triggers (migration 0025) for the search to pick
+  its candidates by the rarest words.
 
 Neither is declared on the models (they exist on one backend only); ``DATABASE_ONLY`` names them
 so the drift check leaves them alone.

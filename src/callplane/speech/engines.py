@@ -98,6 +98,16 @@ def check_engine(name: str, settings: SpeechSettings) -> None:
         raise EngineNotInstalled(f"{name} is not installed here (see `callplane voices engines`)")
 
 
+def spoken_default(settings: SpeechSettings) -> str:
+    """The engine a call without a voice of its own really speaks with: the configured default
+    (Piper's joe voice unless set), or espeak-ng where that is not installed here."""
+    try:
+        check_engine(settings.voice_engine, settings)
+    except (ValueError, EngineNotInstalled):
+        return DEFAULT_ENGINE
+    return settings.voice_engine
+
+
 class Synthesizers:
     """Each engine's synthesizer, built once per process and shared by every call."""
 

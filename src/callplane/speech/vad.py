@@ -137,6 +137,7 @@ class TurnDetector:
         self._speaking = False
         self._turn: list[bytes] = []
         self._silent_frames = 0
+        self._voiced_frames = 0
 
     @property
     def speaking(self) -> bool:
@@ -146,6 +147,12 @@ class TurnDetector:
     def silent_ms(self) -> int:
         """How long the caller has been silent within the current turn."""
         return self._silent_frames * FRAME_MS if self._speaking else 0
+
+    @property
+    def voiced_ms(self) -> int:
+        """Voice heard in the current stretch of the turn: since it began, or since the caller
+        spoke again after its last pause (a backchannel is told by it: ``BACKCHANNEL_MS``)."""
+        return self._voiced_frames * FRAME_MS if self._speaking else 0
 
     def end_after(self, silence_ms: int) -> None:
         """From now on, this much silence ends the turn (smart endpointing decides it from what
@@ -170,10 +177,15 @@ class TurnDetector:
                 return None
             self._speaking = True
             self._turn = [f for f, _ in self._window]
+            self._voiced_frames = sum(1 for _, voiced in self._window if voiced)
             self._window.clear()
             self._silent_frames = 0
             return SpeechStarted()
         self._turn.append(frame)
+        if speech:
+            if self._silent_frames >= self._pause_frames:
+                self._voiced_frames = 0  # a new stretch after a pause
+            self._voiced_frames += 1
         self._silent_frames = 0 if speech else self._silent_frames + 1
         if self._silent_frames >= self._end_frames or len(self._turn) >= self._max_frames:
             return self._end_turn()
@@ -189,4 +201,5 @@ class TurnDetector:
     def _end_turn(self) -> TurnEnded:
         ended = TurnEnded(self._audio(), silence_seconds=self._silent_frames * FRAME_MS / 1000)
         self._speaking, self._turn, self._silent_frames = False, [], 0
+        self._voiced_frames = 0
         return ended

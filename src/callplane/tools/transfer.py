@@ -156,7 +156,11 @@ async def handoff_summary(context: ToolContext) -> str:
 
 def from_caller_lines(transcript: Sequence[Mapping[str, Any]]) -> str:
     """The summary without a brain: the caller's own last words."""
-    said = [str(e["text"]).strip() for e in transcript if e.get("role") == "user" and e.get("text")]
+    said = [
+        str(e["text"]).strip()
+        for e in transcript
+        if e.get("role") == "user" and e.get("text") and not e.get("backchannel")
+    ]
     if not said:
         return "A caller is being put through to you. They have not said why yet."
     return _shortened(f"A caller is being put through to you. They said: {' '.join(said[-2:])}")

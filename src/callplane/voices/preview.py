@@ -10,7 +10,12 @@ import wave
 from callplane.errors import Conflict, InvalidInput, Unavailable
 from callplane.settings import Settings
 from callplane.speech.base import SynthesisFailed
-from callplane.speech.engines import EngineNotInstalled, check_engine, shared_synthesizers
+from callplane.speech.engines import (
+    EngineNotInstalled,
+    check_engine,
+    shared_synthesizers,
+    spoken_default,
+)
 from callplane.voices.schemas import Voice
 
 #: docs/voices.md: a preview is a line, not a recording studio.
@@ -31,7 +36,9 @@ def preview_text(voice: Voice, text: str | None) -> str:
 
 async def speak_preview(voice: Voice, text: str, settings: Settings) -> bytes:
     """A mono 16-bit WAV file of ``text`` in the voice."""
-    engine = voice.engine or settings.voice_engine
+    # A voice naming no engine sounds as calls without one do: the default, or espeak-ng where
+    # the default is not installed (a server without Piper still previews).
+    engine = voice.engine or spoken_default(settings)
     try:
         check_engine(engine, settings)
     except (ValueError, EngineNotInstalled) as exc:

@@ -1,17 +1,20 @@
 """The agent's ears: the far end's media in, caller events out.
 
 Audio (SIP): every frame goes through voice-activity detection (``speech.vad``). The caller
-starting to speak is reported at once (``CallerSpeaking``: the turn loop's barge-in); the end of
-their turn is recognised off the event loop and reported as ``CallerSaid``. Recognition starts
-at the first pause (``SpeechPaused``), while the end of the turn is still being waited for: when
-the turn does end there, its text is ready sooner; when the caller goes on, the guess is
-dropped. That guess's text also decides how long the silence must last (``endpointing``:
-a finished sentence ends the turn sooner than a trailing "my number is"). With
-``tell_guesses``, the guess is also told as soon as it is read (``LikelyTurnEnd``), while the
-turn may still go on, and its withdrawal when the caller does (``TurnResumed``): the turn loop
-asks the brain on it (a speculative reply, ``speculation.py``). A line that stops
-sending audio is heard as silence, so a turn still ends when the far end goes quiet by sending
-nothing. Text (the simulated network): each ``TextFrame`` is a whole caller turn.
+starting to speak is reported at once (``CallerSpeaking``: the turn loop's barge-in), and so is
+their voice outlasting a backchannel (``CallerKeptSpeaking``); a shorter stretch of voice is
+reported with its words at the pause after it (``CallerPaused``: "uh-huh" does not cut the
+agent's line, "wait" does; ``backchannel.py``). The end of their turn is recognised off the
+event loop and reported as ``CallerSaid``. Recognition starts at the first pause
+(``SpeechPaused``), while the end of the turn is still being waited for: when the turn does end
+there, its text is ready sooner; when the caller goes on, the guess is dropped. That guess's
+text also decides how long the silence must last (``endpointing``: a finished sentence ends the
+turn sooner than a trailing "my number is"). With ``tell_guesses``, the guess is also told as
+soon as it is read (``LikelyTurnEnd``), while the turn may still go on, and its withdrawal when
+the caller does (``TurnResumed``): the turn loop asks the brain on it (a speculative reply,
+``speculation.py``). A line that stops sending audio is heard as silence, so a turn still ends
+when the far end goes quiet by sending nothing. Text (the simulated network): each
+``TextFrame`` is a whole caller turn.
 
 Times are ``time.monotonic()`` seconds, so the turn loop can measure its response latency from
 the moment the caller stopped speaking.
@@ -28,7 +31,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
-from callplane.engine.conversation.endpointing import Endpointing
+from callplane.engine.conversation.backchannel import BACKCHANNEL_MS
+from callplane.engine.conversation.endpointing import Endpointing, classify
 from callplane.observability.metrics import observe_recognition
 from callplane.speech import executors
 from callplane.speech.base import Transcriber
@@ -46,6 +50,27 @@ LAST_TURN_SECONDS = 1.0
 
 @dataclass(frozen=True)
 class CallerSpeaking:
+    """The caller's voice began: a turn, or more of one after a pause."""
+
+    at: float
+
+
+@dataclass(frozen=True)
+class CallerKeptSpeaking:
+    """This stretch of the caller's voice has lasted longer than a backchannel: they are
+    taking the turn (``backchannel.BACKCHANNEL_MS``)."""
+
+    at: float
+
+
+@dataclass(frozen=True)
+class CallerPaused:
+    """A stretch of voice no longer than a backchannel was followed by a pause, and this is
+    what it said (empty: no words, a noise). The turn may still go on."""
+
+    text: str
+    #: When the caller's turn began (the ``started_at`` of its ``CallerSaid``) and paused.
+    started_at: float
     at: float
 
 
@@ -79,7 +104,15 @@ class TurnResumed:
     """The caller spoke again after a ``LikelyTurnEnd``: its words are not the turn's."""
 
 
-CallerEvent = CallerSpeaking | CallerSaid | CallerGone | LikelyTurnEnd | TurnResumed
+CallerEvent = (
+    CallerSpeaking
+    | CallerKeptSpeaking
+    | CallerPaused
+    | CallerSaid
+    | CallerGone
+    | LikelyTurnEnd
+    | TurnResumed
+)
 
 
 class Listener:
@@ -155,6 +188,9 @@ class Listener:
         #: waits.
         deciding: asyncio.Task[tuple[str, float | None]] | None = None
         delivered: asyncio.Task[None] | None = None
+        #: Whether this stretch of voice has been reported longer than a backchannel.
+        kept_speaking = False
+        reporting: set[asyncio.Task[None]] = set()
         try:
             while True:
                 try:
@@ -174,11 +210,17 @@ class Listener:
                 for event in detector.push(pcm):
                     if isinstance(event, SpeechStarted):
                         speech_started = time.monotonic()
+                        kept_speaking = False
                         out.put_nowait(CallerSpeaking(speech_started))
                     elif isinstance(event, SpeechPaused):
                         abandon = threading.Event()
                         guess = asyncio.create_task(self._recognise(event.audio, abandon))
                         guessed_audio = event.audio
+                        if not kept_speaking:
+                            paused = CallerPaused("", speech_started, time.monotonic())
+                            task = asyncio.create_task(_report_pause(guess, paused, out))
+                            reporting.add(task)
+                            task.add_done_callback(reporting.discard)
                         if self._tell_guesses:
                             self._telling, self._told = guess, False
                             guess.add_done_callback(
@@ -187,7 +229,7 @@ class Listener:
                         if self._endpointing is not None:
                             # Until this pause's text is known, the longest wait holds.
                             detector.end_after(self._endpointing.longest_ms)
-                            deciding = asyncio.create_task(self._judge(guess, event.audio))
+                            deciding = asyncio.create_task(self._judge(guess, event.audio, abandon))
                     elif isinstance(event, TurnEnded):
                         # Its ``CallerSaid`` follows: a guess read only now is not worth telling.
                         self._telling, self._told = None, False
@@ -216,11 +258,17 @@ class Listener:
                     if self._told:
                         self._told = False
                         out.put_nowait(TurnResumed())
+                    kept_speaking = False
+                    out.put_nowait(CallerSpeaking(time.monotonic()))
+                if not kept_speaking and detector.voiced_ms > BACKCHANNEL_MS:
+                    kept_speaking = True
+                    out.put_nowait(CallerKeptSpeaking(time.monotonic()))
             if delivered is not None:
                 # The caller hung up: their last words still count, if recognised promptly.
                 await asyncio.wait({delivered}, timeout=LAST_TURN_SECONDS)
         finally:
-            pump.cancel()
+            for task in (*reporting, pump):
+                task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
             out.put_nowait(None)
@@ -251,14 +299,26 @@ class Listener:
         if detector.silent_ms >= self._endpointing.pause_ms and not judged.cancelled():
             detector.end_after(self._endpointing.wait_ms(*judged.result()))
 
-    async def _judge(self, guess: asyncio.Task[str], pcm: bytes) -> tuple[str, float | None]:
+    async def _judge(
+        self, guess: asyncio.Task[str], pcm: bytes, abandoned: threading.Event
+    ) -> tuple[str, float | None]:
         """The pause's text and, in ``model`` mode, how finished the voice sounds: the model
-        hears the audio while the recogniser reads it, so the verdict costs no extra wait."""
+        hears the audio while the recogniser reads it, so the verdict costs no extra wait. A
+        scoring still queued when it can no longer matter (the caller spoke again, or the text
+        alone already says the turn goes on) is skipped: on a busy worker most of them are."""
         assert self._endpointing is not None
         if self._endpointing.mode != "model":
             return await guess, None
-        scoring = asyncio.create_task(_score_turn(*self._connection.recognition_audio(pcm)))
-        text = await guess
+        moot = threading.Event()
+        audio, rate = self._connection.recognition_audio(pcm)
+        scoring = asyncio.create_task(_score_turn(audio, rate, abandoned, moot))
+        try:
+            text = await guess
+        except asyncio.CancelledError:
+            moot.set()
+            raise
+        if classify(text) == "incomplete":
+            moot.set()
         return text, await scoring
 
     async def _pump(self, inbox: asyncio.Queue[bytes | None]) -> None:
@@ -291,11 +351,12 @@ class Listener:
         return " ".join(s.text.strip() for s in segments if s.text.strip())
 
 
-async def _score_turn(pcm: bytes, rate: int) -> float | None:
+async def _score_turn(pcm: bytes, rate: int, *skip_if: threading.Event) -> float | None:
     """The end-of-turn model's probability that the turn is complete, or None when the model
-    cannot say (not installed, or it failed): the text alone decides then."""
+    cannot say (not installed, or it failed) or was not asked (one of ``skip_if`` was set before
+    its turn on the executor came): the text alone decides then."""
     try:
-        return await executors.run("turn", _probability, pcm, rate)
+        return await executors.run("turn", _probability, pcm, rate, skip_if)
     except TurnModelMissing as exc:
         _warn_once(str(exc))
     except Exception:
@@ -303,13 +364,25 @@ async def _score_turn(pcm: bytes, rate: int) -> float | None:
     return None
 
 
-def _probability(pcm: bytes, rate: int) -> float:
+def _probability(pcm: bytes, rate: int, skip_if: tuple[threading.Event, ...]) -> float | None:
+    if any(event.is_set() for event in skip_if):
+        return None
     return shared_model().probability(pcm, rate)
 
 
 @functools.cache
 def _warn_once(why: str) -> None:
     log.warning("CALLPLANE_ENDPOINTING=model decides as smart: %s", why)
+
+
+async def _report_pause(
+    guess: asyncio.Task[str], paused: CallerPaused, out: asyncio.Queue[CallerEvent | None]
+) -> None:
+    """Report a short stretch of voice with its words, once recognised (not if the caller
+    spoke again first: the guess is dropped then)."""
+    await asyncio.wait({guess})
+    if not guess.cancelled():
+        out.put_nowait(CallerPaused(guess.result(), paused.started_at, paused.at))
 
 
 async def _deliver(

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 from callplane.brain.history import Said
 
+#: How often a line waited for checks whether its hold is over.
+HELD_POLL_SECONDS = 0.05
+
 
 @dataclass(eq=False)
 class Reply:
@@ -28,6 +31,9 @@ class Reply:
     #: When the last of the queued audio will have been heard.
     playout_ends_at: float = 0.0
     interrupted: bool = False
+    #: Held: its audio stopped while the caller's sound is weighed (a backchannel resumes it
+    #: where it stopped, anything else cuts it off there): ``Speaker.hold``.
+    held: bool = False
     #: The line's transcript entry once recorded (a late barge-in shortens it).
     entry: Said | None = None
     #: The generation task (brain stream, synthesis); None for a line said outright.
@@ -51,7 +57,7 @@ class Reply:
 
     @property
     def playing(self) -> bool:
-        return not self.interrupted and time.monotonic() < self.playout_ends_at
+        return not self.interrupted and (self.held or time.monotonic() < self.playout_ends_at)
 
     def heard_since(self, at: float) -> bool:
         """Being heard now, and already when the caller began at ``at`` (speech from before
@@ -62,17 +68,27 @@ class Reply:
     def generated(self) -> None:
         self._generated.set()
 
-    def interrupt(self) -> None:
-        """Cut off now: the line keeps only what was heard of it."""
+    def interrupt(self, held_at: float | None = None) -> None:
+        """Cut off now (a held line: where it was held): the line keeps only what was heard of
+        it."""
         now = time.monotonic()
         self.interrupted = True
-        self.sentences = [(start, s) for start, s in self.sentences if start <= now]
+        self.held = False
+        if held_at is None:
+            self.sentences = [(start, s) for start, s in self.sentences if start <= now]
+        else:
+            self.sentences = [(start, s) for start, s in self.sentences if start < held_at]
+            now = held_at
         self.playout_ends_at = min(self.playout_ends_at, now)
         self._generated.set()
 
     async def wait_for_playout(self) -> None:
         """Return once the whole line has been generated and heard (or was cut off)."""
         await self._generated.wait()
-        remaining = self.playout_ends_at - time.monotonic()
-        if remaining > 0 and not self.interrupted:
+        while not self.interrupted:
+            remaining = self.playout_ends_at - time.monotonic()
+            if self.held:
+                remaining = HELD_POLL_SECONDS  # it plays on (or is cut) once the caller is heard
+            elif remaining <= 0:
+                return
             await asyncio.sleep(remaining)

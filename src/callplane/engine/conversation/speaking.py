@@ -14,6 +14,9 @@ and ``forget`` drops it when the guess was wrong.
 
 ``interrupt`` (barge-in) drops whatever is queued; the reply keeps only the sentences the caller
 heard the start of: that, not the whole generated reply, is what the transcript records.
+``hold`` stops the audio at once but keeps what was not heard yet (the speaker knows what it
+queued and when each piece started), so that ``resume`` plays the line on from where it stopped:
+the caller said "uh-huh", not "stop".
 """
 
 from __future__ import annotations
@@ -79,6 +82,10 @@ def first_audio_parts(sentence: str) -> list[str]:
     return list(parts)
 
 
+def _seconds(pcm_bytes: int) -> float:
+    return pcm_bytes / (SAMPLE_RATE * SAMPLE_WIDTH)
+
+
 def _precedence_here() -> _Precedence:
     loop = asyncio.get_running_loop()
     precedence = _precedence.get(loop)
@@ -96,6 +103,14 @@ class Speaker:
         self._held_text: list[str] = []
         #: When everything queued on the connection, of any line, will have been heard.
         self._busy_until = 0.0
+        #: (when it starts being heard, audio) of what is queued and may not be heard yet: a
+        #: hold takes back what has not been.
+        self._queued: list[tuple[float, bytes]] = []
+        #: While the line is held: the audio it will go on with, and when it stopped.
+        self._held: bytearray | None = None
+        self._held_at = 0.0
+        #: The lines with audio in the hold (a line after a tool call follows the held one).
+        self._held_lines: list[Reply] = []
         #: A first part synthesised ahead (``prepare``), not yet said.
         self._prepared: _Prepared | None = None
 
@@ -104,8 +119,13 @@ class Speaker:
         self._synthesizer = synthesizer
 
     @property
+    def held_seconds(self) -> float:
+        """How much of the held line is still to be heard (0 when none is held)."""
+        return _seconds(len(self._held)) if self._held is not None else 0.0
+
+    @property
     def speaking(self) -> bool:
-        return time.monotonic() < self._busy_until
+        return self._held is not None or time.monotonic() < self._busy_until
 
     async def say(self, reply: Reply, sentence: str) -> None:
         if self._connection.media == "text":
@@ -121,6 +141,9 @@ class Speaker:
                         return
                     now = time.monotonic()
                     start = max(now, self._busy_until)
+                    if self._held is not None:
+                        # Kept for when the line goes on: it would start after what is held.
+                        start = self._held_at + _seconds(len(self._held))
                     if n == 0 and not begun:
                         # The transcript's sentence, heard from its first audio's start.
                         reply.sentences.append((start, sentence))
@@ -129,10 +152,22 @@ class Speaker:
                         continue
                     if reply.first_media_at is None:
                         reply.first_media_at = now
-                    for offset in range(0, len(pcm), FRAME_BYTES):
-                        await self._connection.play(AudioFrame(pcm[offset : offset + FRAME_BYTES]))
-                    self._busy_until = start + len(pcm) / (SAMPLE_RATE * SAMPLE_WIDTH)
+                    if self._held is not None:
+                        self._held += pcm
+                        if reply not in self._held_lines:
+                            reply.held = True
+                            self._held_lines.append(reply)
+                        continue
+                    await self._queue(pcm, start)
                     reply.playout_ends_at = self._busy_until
+
+    async def _queue(self, pcm: bytes, start: float) -> None:
+        for offset in range(0, len(pcm), FRAME_BYTES):
+            await self._connection.play(AudioFrame(pcm[offset : offset + FRAME_BYTES]))
+        self._busy_until = start + _seconds(len(pcm))
+        now = time.monotonic()
+        self._queued = [(s, a) for s, a in self._queued if s + _seconds(len(a)) > now]
+        self._queued.append((start, pcm))
 
     def prepare(self, sentence: str) -> None:
         """Synthesise ``sentence``'s first part as a line's first words would be, ahead and
@@ -205,13 +240,64 @@ class Speaker:
         await self._connection.play(TextFrame(text))
 
     async def interrupt(self, reply: Reply | None) -> None:
-        """Stop speaking now: drop what is queued; the reply keeps what was heard of it."""
+        """Stop speaking now: drop what is queued; the reply keeps what was heard of it (a
+        held line: what was heard before it was held)."""
+        held_at = self._held_at if self._held is not None else None
+        lines = self._held_lines if held_at is not None else []
         if reply is not None:
-            reply.interrupt()
+            reply.interrupt(held_at if reply in lines else None)
+        for line in lines:
+            if line is not reply:
+                line.interrupt(held_at)
         self._pending_text = []
         self._held_text = []
         self._busy_until = 0.0
+        self._queued = []
+        self._held = None
+        self._held_lines = []
         await self._connection.interrupt()
+
+    async def hold(self, reply: Reply) -> bool:
+        """Stop the line's audio now without cutting the line off: what was not heard yet is
+        kept (and what is still synthesised is added to it) until ``resume`` plays it on from
+        where it stopped, or ``interrupt`` drops it. False when nothing can be held (a text
+        line is played whole; nothing of the line is still to be heard)."""
+        if self._connection.media == "text" or self._held is not None or reply.held:
+            return False
+        now = time.monotonic()
+        rest = bytearray()
+        for start, pcm in self._queued:
+            unheard = int(max(0.0, now - start) * SAMPLE_RATE) * SAMPLE_WIDTH
+            rest += pcm[unheard:]
+        if not rest and not reply.generating:
+            return False
+        self._held, self._held_at = rest, now
+        self._held_lines = [reply]
+        self._queued = []
+        self._busy_until = now
+        reply.held = True
+        await self._connection.interrupt()
+        return True
+
+    async def resume(self, reply: Reply) -> None:
+        """Play a held line on from where it stopped: its sentences not yet heard are heard
+        that much later."""
+        held = self._held
+        if held is None or not reply.held:
+            return
+        now = time.monotonic()
+        delay = now - self._held_at
+        lines, self._held, self._held_lines = self._held_lines, None, []
+        for line in lines:
+            line.held = False
+            line.sentences = [
+                (start + delay if start >= self._held_at else start, sentence)
+                for start, sentence in line.sentences
+            ]
+        if held:
+            await self._queue(bytes(held), now)
+        for line in lines:
+            line.playout_ends_at = max(self._busy_until, now)
 
     async def finish(self) -> None:
         """Return once the queued audio has been played."""

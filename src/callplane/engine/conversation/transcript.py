@@ -41,11 +41,14 @@ class TranscriptLog:
         role: Literal["user", "assistant"],
         text: str,
         until: float | None = None,
+        backchannel: bool = False,
     ) -> Said:
-        """``until``: when the line ended, if known (a caller's turn)."""
+        """``until``: when the line ended, if known (a caller's turn). ``backchannel``: the
+        caller's "uh-huh" over the agent, kept but never answered."""
         redactor = self.redactor
         before = redactor.total() if redactor is not None else 0
-        said = self.history.add(Said(role, text, self._stamp(at), self.language()))
+        said = Said(role, text, self._stamp(at), self.language(), backchannel=backchannel)
+        said = self.history.add(said)
         if redactor is not None and redactor.covers(role, text, redactor.total() > before):
             assert said.timestamp is not None
             end = self._stamp(until) if until is not None else None

@@ -13,6 +13,9 @@ off, and a way to wait until it has been heard. A reply streams from the brain i
 so generation never waits for playback, and the first sentence is spoken as soon as it is
 complete. The caller speaking while the agent generates or speaks is a barge-in: playback
 stops, the reply is cancelled, and what the caller heard of it is what the transcript keeps.
+Over a line being heard, the caller's first sound only holds it (``Speaker.hold``): a
+backchannel ("uh-huh", ``backchannel.py``) lets it play on from where it stopped, recorded as a
+backchannel and never answered; longer voice, or other words, cut it there.
 
 The agent (``AgentSpec``, agent.py) decides the rest: its prompt, opening, model; the call
 ends when the brain asks ``end_call`` or a line holds an end-call phrase (once the line has
@@ -35,12 +38,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callplane.brain import Brain, BrainError
+from callplane.brain.history import Said
 from callplane.engine.agent import AgentSpec
+from callplane.engine.conversation.backchannel import is_backchannel
 from callplane.engine.conversation.generation import Generation, Report
 from callplane.engine.conversation.language import CallLanguage
 from callplane.engine.conversation.listening import (
     CallerEvent,
     CallerGone,
+    CallerKeptSpeaking,
+    CallerPaused,
     CallerSaid,
     CallerSpeaking,
     LikelyTurnEnd,
@@ -75,10 +82,35 @@ VOICEMAIL = "the agent hung up on a voicemail"
 #: A line to say, into the reply it is given.
 Line = Callable[[Reply], Coroutine[Any, Any, None]]
 
+#: A line held at the caller's first sound plays on after this long if their words are still
+#: not known (recognition on a busy worker); they still cut it if they are not a backchannel.
+HOLD_LIMIT_SECONDS = 1.5
+#: A backchannel word over the last this-many seconds of a finished line is an answer to it
+#: ("...shall I book it?" "Yes."): the line's end is cut and the caller answered.
+LAST_WORDS_SECONDS = 1.0
+
 
 @dataclass(frozen=True)
 class GreetingOver:
     """A voicemail's greeting has ended (its beep, or quiet after it): record the message."""
+
+
+@dataclass(eq=False)
+class _Hold:
+    """The agent's line, stopped at the caller's first sound until it is known whether they
+    are interrupting or only saying "uh-huh" (``backchannel.py``)."""
+
+    reply: Reply
+    timer: asyncio.TimerHandle | None = None
+    #: Played on at the limit, while the caller's words are still awaited.
+    playing_on: bool = False
+
+
+@dataclass(frozen=True)
+class HoldOver:
+    """A hold has lasted ``HOLD_LIMIT_SECONDS``."""
+
+    hold: _Hold
 
 
 @dataclass
@@ -94,8 +126,10 @@ class TurnLoop:
     answered_by: str | None = None
     #: Seconds from the end of each caller turn to the first media of the agent's reply.
     latencies: list[float] = field(default_factory=list)
-    _inbox: asyncio.Queue[CallerEvent | GreetingOver] = field(default_factory=asyncio.Queue)
-    _getting: asyncio.Future[CallerEvent | GreetingOver] | None = None
+    _inbox: asyncio.Queue[CallerEvent | GreetingOver | HoldOver] = field(
+        default_factory=asyncio.Queue
+    )
+    _getting: asyncio.Future[CallerEvent | GreetingOver | HoldOver] | None = None
     #: The agent's current (or last) line.
     _reply: Reply | None = None
     #: Set once the agent is ending the call: the caller's speech no longer matters.
@@ -105,9 +139,16 @@ class TurnLoop:
     _awaiting_greeting: bool = False
     #: The disclosure line, once begun: while it is being heard, no barge-in.
     _disclosure: Reply | None = None
+    #: The line held while the caller's sound is weighed.
+    _hold: _Hold | None = None
+    #: Caller turns (by ``started_at``) heard as backchannels, with their transcript entry.
+    _backchannels: dict[float, Said] = field(default_factory=dict)
     #: When the caller last did anything (the silence timeout counts from here or from the
     #: end of the agent's line, whichever is later).
     _last_heard: float = 0.0
+    #: When the agent last finished a line: a text line (the simulated network) is heard the
+    #: moment it is sent, so its playout says nothing of when the caller's turn to speak began.
+    _line_done_at: float = 0.0
     #: What tools may reach on this call (None: tools run with the connection alone).
     tool_context: ToolContext | None = None
     #: The agent's tools (built from ``spec.tools`` when not given).
@@ -149,6 +190,7 @@ class TurnLoop:
             with contextlib.suppress(Exception):
                 await self.connection.hangup()
         finally:
+            self._drop_hold()
             tasks = [self._reply.task if self._reply else None, listening, self._getting]
             for task in tasks:
                 if task is not None and not task.done():
@@ -244,7 +286,7 @@ class TurnLoop:
         async for event in self.listener.events():
             self._inbox.put_nowait(event)
 
-    async def _next_event(self) -> CallerEvent | GreetingOver | None:
+    async def _next_event(self) -> CallerEvent | GreetingOver | HoldOver | None:
         """The caller's next event, or None once the caller has been silent too long."""
         while True:
             if self._getting is None:
@@ -269,10 +311,17 @@ class TurnLoop:
         if seconds is None or self._ending:
             return None
         heard_until = self._reply.playout_ends_at if self._reply is not None else 0.0
-        return max(self._last_heard, heard_until) + seconds
+        return max(self._last_heard, self._line_done_at, heard_until) + seconds
 
-    async def _on(self, event: CallerEvent | GreetingOver) -> None:
+    async def _on(self, event: CallerEvent | GreetingOver | HoldOver) -> None:
+        if isinstance(event, HoldOver):
+            if event.hold is self._hold and not event.hold.playing_on:
+                event.hold.playing_on = True
+                await self.speaker.resume(event.hold.reply)
+            return
         if self._ending:
+            if self._hold is not None:
+                await self._release(self._hold)  # a closing line is not cut off
             if isinstance(event, CallerSaid) and self.answered_by == "voicemail":
                 # The greeting's words, recognised after the message began: still kept.
                 self.transcript.say(event.started_at, "user", event.text, event.ended_at)
@@ -291,9 +340,18 @@ class TurnLoop:
             reply = None  # nothing the caller does cuts the disclosure off, nor what follows it
         if isinstance(event, CallerSpeaking):
             if reply is not None and reply.heard_since(event.at):
-                await self._barge_in(reply)
+                await self._hold_or_cut(reply)
+            return
+        if isinstance(event, CallerKeptSpeaking):
+            if self._hold is not None:
+                await self._cut(self._hold)
+            return
+        if isinstance(event, CallerPaused):
+            await self._weigh(event)
             return
         if isinstance(event, CallerSaid):
+            if await self._backchannel(event):
+                return
             # A new caller turn supersedes an answer not yet complete (the brain answers both
             # together), and interrupts whatever the caller spoke over; the opening line is
             # not an answer to anything, so it is finished first.
@@ -359,7 +417,93 @@ class TurnLoop:
             with contextlib.suppress(asyncio.CancelledError):
                 await reply.task
 
+    # Backchannels: the caller's sound over the agent's line is weighed before it cuts it.
+
+    async def _hold_or_cut(self, reply: Reply) -> None:
+        """The caller began to speak over ``reply``: stop its audio at once, and cut it or play
+        it on once their sound is known; a line that cannot be held is cut now."""
+        hold = self._hold
+        if hold is not None and hold.reply is reply:
+            if hold.playing_on and await self.speaker.hold(reply):
+                hold.playing_on = False  # more sound: stopped again, still weighed
+            return
+        self._drop_hold()
+        if not await self.speaker.hold(reply):
+            await self._barge_in(reply)
+            return
+        hold = self._hold = _Hold(reply)
+        loop = asyncio.get_running_loop()
+        hold.timer = loop.call_later(HOLD_LIMIT_SECONDS, self._inbox.put_nowait, HoldOver(hold))
+
+    async def _weigh(self, paused: CallerPaused) -> None:
+        """A short stretch of the caller's voice, with its words: a backchannel (or no words
+        at all) lets the held line play on; anything else cuts it."""
+        hold = self._hold
+        if hold is None:
+            return
+        if is_backchannel(paused.text) and not self._answers(hold):
+            self._note_backchannel(paused.started_at, paused.text)
+        elif paused.text.strip():
+            await self._cut(hold)
+            return
+        await self._release(hold)
+
+    def _note_backchannel(self, started_at: float, text: str) -> None:
+        said = self._backchannels.get(started_at)
+        if said is not None:
+            self.transcript.history.retext(said, text)
+        else:
+            said = self.transcript.say(started_at, "user", text, backchannel=True)
+            self._backchannels[started_at] = said
+
+    async def _backchannel(self, event: CallerSaid) -> bool:
+        """The turn was a backchannel: recorded as one, not answered. A turn that began as
+        one and went on ("uh-huh, but what about Friday?") is a turn like any other."""
+        said = self._backchannels.pop(event.started_at, None)
+        hold = self._hold
+        if hold is not None and said is None and self._answers(hold):
+            return False
+        if is_backchannel(event.text) and (said is not None or hold is not None):
+            if said is not None:
+                self.transcript.history.retext(said, event.text)
+            else:
+                self.transcript.say(event.started_at, "user", event.text, backchannel=True)
+            if hold is not None:
+                await self._release(hold)
+            return True
+        if said is not None:
+            self.transcript.history.remove(said)  # the whole turn is recorded instead
+        return False
+
+    def _answers(self, hold: _Hold) -> bool:
+        """Whether the caller's sound came over the very end of the line: then even "yes" or
+        "okay" is their answer to it, not a backchannel."""
+        line = hold.reply
+        if line.generating:
+            return False
+        # Played on at the hold's limit, the line's own clock says what is left of it.
+        left = self.speaker.held_seconds if line.held else line.playout_ends_at - time.monotonic()
+        return left < LAST_WORDS_SECONDS
+
+    async def _cut(self, hold: _Hold) -> None:
+        """Cut the held line off where it was held, and the line that followed it while it was
+        (after a tool call: the same generation), which is cut first, to stop generating."""
+        current = self._reply
+        if current is not None and current is not hold.reply and current.task is hold.reply.task:
+            await self._barge_in(current)
+        await self._barge_in(hold.reply)
+
+    async def _release(self, hold: _Hold) -> None:
+        self._drop_hold()
+        await self.speaker.resume(hold.reply)
+
+    def _drop_hold(self) -> None:
+        hold, self._hold = self._hold, None
+        if hold is not None and hold.timer is not None:
+            hold.timer.cancel()
+
     async def _barge_in(self, reply: Reply) -> None:
+        self._drop_hold()
         generating = reply.generating
         await self.speaker.interrupt(reply)
         if generating:
@@ -435,6 +579,7 @@ class TurnLoop:
         if not reply.generating:
             return
         reply.generated()
+        self._line_done_at = time.monotonic()
         first_media_at = reply.first_media_at
         if first_media_at is not None and caller_ended_at is not None:
             self.latencies.append(first_media_at - caller_ended_at)
