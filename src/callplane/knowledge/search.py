@@ -138,19 +138,95 @@ async def _sqlite(
     session: AsyncSession, org: int, kb: int, config: str, terms: list[str], top_k: int
 ) -> Any:
     table = "knowledge_chunks_fts_english" if config == "english" else "knowledge_chunks_fts_simple"
-    words = " OR ".join(f'"{term}"' for term in terms)  # a word holds no quote: see _WORD
-    match = f'scope : "k{kb}" AND body : ({words})'
-    # The best rows are picked inside FTS5 (its rank is BM25), then joined to their chunks.
+    scope = f'scope : "k{kb}"'
+    counts = await _sqlite_chunks_per_word(session, table, "", terms, RANK_BUDGET + 1)
+    held = sorted((n for n in range(len(terms)) if counts[n] > 0), key=lambda n: counts[n])
+    if not held:  # no chunk of the knowledge base holds any of the words
+        return []
+
+    def words(numbers: list[int], operator: str) -> str:
+        return f" {operator} ".join(f'"{terms[n]}"' for n in numbers)  # no quote: see _WORD
+
+    rare: list[int] = []
+    for n in held:
+        if sum(counts[r] for r in rare) + counts[n] > RANK_BUDGET:
+            break
+        rare.append(n)
+    if rare:
+        # Only chunks holding a rare word match; BM25 still scores every word of the question,
+        # each once: the common ones sit beside the scope, which matches every chunk of the
+        # knowledge base and weighs nothing, so a chunk needs none of them to match.
+        common = [n for n in held if n not in rare]
+        match = f"{scope} AND body : ({words(rare, 'OR')})"
+        if common:
+            match += f" AND (body : ({words(common, 'OR')}) OR {scope})"
+        return await _sqlite_best(session, table, match, None, org, kb, top_k)
+    # Every word is common: the first of the chunks holding them all and of those holding the
+    # rarest, half the budget each (and never fewer than asked for), as on PostgreSQL.
+    half = max(RANK_BUDGET // 2, top_k)
+    exact = await _sqlite_chunks_per_word(
+        session, table, f"{scope} AND ", [terms[n] for n in held], None
+    )
+    rarest, *others = (held[i] for i in sorted(range(len(held)), key=lambda i: exact[i]))
+    every = f"{scope} AND " + " AND ".join(f'body : "{terms[n]}"' for n in held)
+    some = f'{scope} AND body : "{terms[rarest]}"'
+    if others:
+        some += f" AND (body : ({words(others, 'OR')}) OR {scope})"
+    rows = [
+        *await _sqlite_best(session, table, every, half, org, kb, top_k),
+        *await _sqlite_best(session, table, some, half, org, kb, top_k),
+    ]
+    # Both score every word once, so their scores compare; a chunk can be in both.
+    best: dict[Any, Any] = {}
+    for row in sorted(rows, key=lambda row: (-row[3], row[4])):
+        best.setdefault(row[4], row)
+    return list(best.values())[:top_k]
+
+
+async def _sqlite_chunks_per_word(
+    session: AsyncSession, table: str, scope: str, terms: list[str], cap: int | None
+) -> list[int]:
+    """How many of the knowledge base's chunks hold each word, counted by FTS5 itself (its
+    tokenizer and stemmer, deletions seen at once), up to ``cap``: a word beyond it is common
+    whatever its count, and counting no further keeps this step small."""
+    limit = "" if cap is None else f" LIMIT {int(cap)}"
+    counts = " UNION ALL ".join(
+        f"SELECT {n}, (SELECT count(*) FROM (SELECT 1 FROM {table} "  # noqa: S608 (constants)
+        f"WHERE {table} MATCH :m{n}{limit}))"
+        for n in range(len(terms))
+    )
+    values = {f"m{n}": f'{scope}body : "{term}"' for n, term in enumerate(terms)}
+    rows = (await session.execute(text(counts).bindparams(**values))).all()
+    found = dict(rows)
+    return [int(found.get(n, 0)) for n in range(len(terms))]
+
+
+async def _sqlite_best(
+    session: AsyncSession, table: str, match: str, first: int | None, org: int, kb: int, k: int
+) -> Any:
+    """The ``k`` best chunks matching ``match``, ranked by BM25 inside FTS5; with ``first``,
+    only among the first that many matches (FTS5 walks them in rowid order)."""
+    bound = ""
+    values: dict[str, Any] = {"match": match, "k": k, "org": org, "kb": kb}
+    if first is not None:
+        last = await session.scalar(
+            text(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH :match "  # noqa: S608
+                "ORDER BY rowid LIMIT 1 OFFSET :skip"
+            ).bindparams(match=match, skip=first - 1)
+        )
+        if last is not None:
+            bound, values["last"] = "AND rowid <= :last ", last
     statement = text(
-        f"SELECT d.uuid, c.title, c.text, -m.rank FROM "  # noqa: S608 (the table is a constant)
-        f"(SELECT rowid, rank FROM {table} WHERE {table} MATCH :match "
+        f"SELECT d.uuid, c.title, c.text, -m.rank, c.id FROM "  # noqa: S608
+        f"(SELECT rowid, rank FROM {table} WHERE {table} MATCH :match {bound}"
         "AND rank MATCH 'bm25(0.0, 1.0)' ORDER BY rank, rowid LIMIT :k) AS m "
         "JOIN knowledge_chunks AS c ON c.id = m.rowid "
         "JOIN knowledge_documents AS d ON d.organization_id = c.organization_id "
         "AND d.id = c.document_id "
         "WHERE c.organization_id = :org AND c.knowledge_base_id = :kb "
         "ORDER BY m.rank, c.id"
-    ).bindparams(match=match, k=top_k, org=org, kb=kb)
+    ).bindparams(**values)
     return (await session.execute(statement)).all()
 
 
