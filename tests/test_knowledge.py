@@ -174,6 +174,14 @@ async def test_a_search_ranks_a_bounded_set_that_keeps_the_rare_words(app, clien
     await client.delete(f"/v1/knowledge_bases/{base}/documents/{zebra['id']}", headers=org.headers)
     assert await _search(client, org, base, "zebra") == []
     assert len(await _search(client, org, base, "parcels", top_k=20)) == 14
+    # A word rare in the database but held only by another knowledge base's chunks does not
+    # narrow this one's candidates to nothing.
+    other = await _base(client, org, name="Zoo")
+    await _upload(
+        client, org, other, "# Giraffe\nParcels reach the giraffe house.", "text/markdown"
+    )
+    found = await _search(client, org, base, "parcels giraffe", top_k=5)
+    assert len(found) == 5 and all("depot" in r["text"] for r in found)
 
 
 async def test_another_organizations_knowledge_base_is_not_found(app, client):

@@ -142,35 +142,41 @@ async def _sqlite(
 ) -> Any:
     table = "knowledge_chunks_fts_english" if config == "english" else "knowledge_chunks_fts_simple"
     scope = f'scope : "k{kb}"'
-    counts = await _sqlite_chunks_per_word(session, table, "", terms, RANK_BUDGET + 1)
-    held = sorted((n for n in range(len(terms)) if counts[n] > 0), key=lambda n: counts[n])
-    if not held:  # no chunk of the knowledge base holds any of the words
-        return []
 
     def words(numbers: list[int], operator: str) -> str:
         return f" {operator} ".join(f'"{terms[n]}"' for n in numbers)  # no quote: see _WORD
 
-    rare: list[int] = []
-    for n in held:
-        if sum(counts[r] for r in rare) + counts[n] > RANK_BUDGET:
-            break
-        rare.append(n)
-    if rare:
-        # Only chunks holding a rare word match; BM25 still scores every word of the question,
-        # each once: the common ones sit beside the scope, which matches every chunk of the
-        # knowledge base and weighs nothing, so a chunk needs none of them to match.
-        common = [n for n in held if n not in rare]
-        match = f"{scope} AND body : ({words(rare, 'OR')})"
-        if common:
-            match += f" AND (body : ({words(common, 'OR')}) OR {scope})"
-        return await _sqlite_best(session, table, match, None, org, kb, top_k)
+    # Counted first across the whole index, up to the budget: a word of another knowledge
+    # base's chunks counts here too, which only makes a word look commoner. Counting inside
+    # the knowledge base, exactly, costs several times more, so it is done only when it
+    # matters: every word looks common, or the rare ones are all other knowledge bases'.
+    counts = await _sqlite_chunks_per_word(session, table, "", terms, RANK_BUDGET + 1)
+    for exact in (False, True):
+        if exact:
+            counts = await _sqlite_chunks_per_word(session, table, f"{scope} AND ", terms, None)
+        held = sorted((n for n in range(len(terms)) if counts[n] > 0), key=lambda n: counts[n])
+        if not held:  # no chunk holds any of the words
+            return []
+        rare: list[int] = []
+        for n in held:
+            if sum(counts[r] for r in rare) + counts[n] > RANK_BUDGET:
+                break
+            rare.append(n)
+        if rare:
+            # Only chunks holding a rare word match; BM25 still scores every word of the
+            # question, each once: the common ones sit beside the scope, which matches every
+            # chunk of the knowledge base and weighs nothing, so a chunk needs none of them.
+            common = [n for n in held if n not in rare]
+            match = f"{scope} AND body : ({words(rare, 'OR')})"
+            if common:
+                match += f" AND (body : ({words(common, 'OR')}) OR {scope})"
+            rows = await _sqlite_best(session, table, match, None, org, kb, top_k)
+            if rows or exact:
+                return rows
     # Every word is common: the first of the chunks holding them all and of those holding the
     # rarest, half the budget each (and never fewer than asked for), as on PostgreSQL.
     half = max(RANK_BUDGET // 2, top_k)
-    exact = await _sqlite_chunks_per_word(
-        session, table, f"{scope} AND ", [terms[n] for n in held], None
-    )
-    rarest, *others = (held[i] for i in sorted(range(len(held)), key=lambda i: exact[i]))
+    rarest, *others = held
     every = f"{scope} AND " + " AND ".join(f'body : "{terms[n]}"' for n in held)
     some = f'{scope} AND body : "{terms[rarest]}"'
     if others:
@@ -200,8 +206,8 @@ async def _sqlite_chunks_per_word(
     )
     values = {f"m{n}": f'{scope}body : "{term}"' for n, term in enumerate(terms)}
     rows = (await session.execute(text(counts).bindparams(**values))).all()
-    found = dict(rows)
-    return [int(found.get(n, 0)) for n in range(len(terms))]
+    found = {int(n): int(chunks) for n, chunks in rows}
+    return [found.get(n, 0) for n in range(len(terms))]
 
 
 async def _sqlite_best(
