@@ -55,7 +55,7 @@ run: $(RUN_STAMP)  ## migrate, create the demo organization, print its key, serv
 	$(BIN)/callplane demo --host $(HOST) --port $(PORT)
 	$(BIN)/callplane serve --host $(HOST) --port $(PORT)
 
-test: $(STAMP) $(TOOLS_STAMP)  ## the whole suite: SQLite, then PostgreSQL (skipped, and said so, when absent)
+test: $(STAMP) $(TOOLS_STAMP)  ## the whole suite: SQLite and PostgreSQL side by side (PostgreSQL skipped, and said so, when absent)
 	bash scripts/test.sh
 
 test-sqlite: $(STAMP) $(TOOLS_STAMP)

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +56,29 @@ def _reaches_a_database(item: pytest.Item) -> bool:
     )
 
 
+def _in_real_time(item: pytest.Item) -> bool:
+    """Whether a test plays or hears audio as it happens: marked ``realtime``, or its module
+    runs SIPp (``requires_sipp``) or a WebRTC peer (``tests/web_call_peer.py``)."""
+    module = getattr(item, "module", None)
+    if module is None:
+        return item.get_closest_marker("realtime") is not None
+    return (
+        item.get_closest_marker("realtime") is not None
+        or hasattr(module, "requires_sipp")
+        or any(
+            getattr(value, "__module__", None) == "tests.web_call_peer"
+            for value in vars(module).values()
+        )
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The PostgreSQL run leaves out what touches no database (speech, SIP parsing, the turn
     loop's fakes, docs): the SQLite run has already run it, and it cannot differ here. A test
     that wants both runs takes a database (or reads BACKEND)."""
+    for item in items:
+        if _in_real_time(item) and item.get_closest_marker("realtime") is None:
+            item.add_marker("realtime")
     if BACKEND != "postgresql" or os.environ.get("CALLPLANE_TEST_EVERYTHING"):
         return
     kept, left_out = [], []
@@ -67,6 +87,43 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept
+
+
+#: Set by scripts/test.sh when the two databases' runs go side by side: a file both lock.
+REALTIME_LOCK = os.environ.get("CALLPLANE_TEST_REALTIME_LOCK")
+
+
+@pytest.fixture(autouse=True)
+def one_realtime_test_at_a_time(request: pytest.FixtureRequest) -> Any:
+    """With the two runs side by side, a ``realtime`` test waits until the other run is in none:
+    audio paced by the wall clock then shares the two cores with one ordinary test at most, as
+    it did when the runs went one after the other."""
+    if not REALTIME_LOCK or request.node.get_closest_marker("realtime") is None:
+        yield
+        return
+    import fcntl
+
+    with open(REALTIME_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def cheap_password_hashes() -> Any:
+    """Passwords hashed with argon2id at its lowest cost in this process. A hash carries its
+    own parameters, so signing in checks it the same way; the production cost (~170 ms of CPU a
+    hash, two a signed-in dashboard test) bought the suite nothing but minutes."""
+    from argon2 import PasswordHasher
+
+    from callplane.users import passwords
+
+    production = passwords._hasher
+    passwords._hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    yield
+    passwords._hasher = production
 
 
 @pytest.fixture(autouse=True)
@@ -119,6 +176,10 @@ def database_template(tmp_path_factory: pytest.TempPathFactory) -> Any:
         raise pytest.UsageError(f"unknown CALLPLANE_TEST_DATABASE={BACKEND!r}")
     name = f"callplane_test_{uuid.uuid4().hex[:12]}"
     asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    # A commit waits for no disk flush: what the tests see is the same (a crash would lose the
+    # last commits, and a test database does not outlive a crash), and each commit is ~1-3 ms
+    # shorter (more on a machine busy writing).
+    asyncio.run(_pg_admin(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
     try:
         asyncio.run(_migrate(_pg_url(name)))
         yield _pg_url(name)
@@ -129,16 +190,40 @@ def database_template(tmp_path_factory: pytest.TempPathFactory) -> Any:
 _counter = iter(range(10**9))
 
 
+def _free_bytes(path: Path) -> int:
+    found = os.statvfs(path)
+    return found.f_bavail * found.f_frsize
+
+
+@pytest.fixture(scope="session")
+def _sqlite_files(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Where the tests' SQLite files live: in memory-backed /dev/shm where there is one with
+    room (a container's may have 64 MiB), so the checkpoint on closing a database is no disk
+    flush. Each file is removed after its test."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK) and _free_bytes(shm) >= 2**30):
+        yield tmp_path_factory.mktemp("sqlite")
+        return
+    root = Path(tempfile.mkdtemp(prefix="callplane-tests-", dir=shm))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture
-def database_url(database_template: Any, tmp_path: Path) -> str:
+def database_url(database_template: Any, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh, migrated, empty database for this test."""
     if BACKEND == "sqlite":
-        target = tmp_path / f"test-{next(_counter)}.db"
+        target = request.getfixturevalue("_sqlite_files") / f"test-{next(_counter)}.db"
         shutil.copyfile(database_template, target)
-        return f"sqlite:///{target}"
+        yield f"sqlite:///{target}"
+        for path in (target, Path(f"{target}-wal"), Path(f"{target}-shm")):
+            path.unlink(missing_ok=True)
+        return
     url: str = database_template
     asyncio.run(_reset_postgres(url))
-    return url
+    yield url
 
 
 async def _reset_postgres(url: str) -> None:

@@ -30,6 +30,7 @@ from callplane.telephony.base import (
     Connection,
     EndedBy,
     Frame,
+    TextFrame,
 )
 from callplane.tools import ToolContext
 from callplane.tools.toolbox import Toolbox
@@ -39,8 +40,8 @@ PATIENCE = 5.0
 
 
 class FakeConnection(Connection):
-    def __init__(self, answered_by: Any = "human") -> None:
-        super().__init__(media="audio", answered_by=answered_by)
+    def __init__(self, answered_by: Any = "human", media: Any = "audio") -> None:
+        super().__init__(media=media, answered_by=answered_by)
         self._incoming: asyncio.Queue[Frame | None] = asyncio.Queue()
         self._ended = asyncio.Event()
         #: (when, frame) of everything the agent played.
@@ -51,6 +52,9 @@ class FakeConnection(Connection):
 
     def send(self, pcm: bytes) -> None:
         self._incoming.put_nowait(AudioFrame(pcm))
+
+    def send_text(self, text: str) -> None:
+        self._incoming.put_nowait(TextFrame(text))
 
     def remote_hangup(self) -> None:
         self._end("remote")
@@ -212,6 +216,9 @@ class Conversation:
     ms_per_char: float = 1.0
     #: The listener tells its pauses' guesses (a speculative reply starts on them).
     speculative: bool = False
+    #: ``text``: the caller's turns and the agent's lines are whole texts, as on the simulated
+    #: network (nothing is synthesised, a line takes no time to be heard).
+    media: str = "audio"
     connection: FakeConnection = field(init=False)
     synthesizer: FakeSynthesizer = field(init=False)
     transcriber: FakeTranscriber = field(init=False)
@@ -224,7 +231,7 @@ class Conversation:
     _task: asyncio.Task[str] | None = None
 
     def __post_init__(self) -> None:
-        self.connection = FakeConnection(self.answered_by)
+        self.connection = FakeConnection(self.answered_by, self.media)
         self.synthesizer = FakeSynthesizer(self.ms_per_char)
         self.transcriber = FakeTranscriber()
 
@@ -262,6 +269,9 @@ class Conversation:
         self.connection.send(b"B")
 
     def says(self, text: str) -> None:
+        if self.media == "text":
+            self.connection.send_text(text)
+            return
         self.connection.send(b"B")
         self.connection.send(b"E" + text.encode())
 

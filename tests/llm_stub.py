@@ -16,6 +16,11 @@ the test's event loop). The callplane client talks real HTTP to it.
 - ``GET /v1/models`` lists ``model`` (how ``callplane serve`` finds a server on this machine).
 - ``mode="error"`` answers 500 to everything; ``mode="hang"`` answers nothing until stopped.
 - ``busy_first=n``: the first ``n`` streamed requests are answered 503 (a server's blip).
+- ``llama_cpp=True``: streamed chunks shaped as llama-cpp-python's server sends them (ids, a
+  role-only first delta, ``logprobs: null``); ``cut_first=n``: the first ``n`` streamed
+  requests end as that server ends a reply it drops for a request waiting behind it (its
+  ``interrupt_requests``, on by default): the role-only delta, then ``[DONE]``, with no text
+  and no ``finish_reason`` (bytes captured from llama-cpp-python 0.3.36).
 - A body whose ``Content-Type`` is not ``application/json`` is answered 422, as servers built on
   FastAPI answer it.
 
@@ -63,6 +68,8 @@ class StubLLM:
         chunk_seconds: float = 0.0,
         after_tool: Sequence[Reply | str] = ("Done.",),
         busy_first: int = 0,
+        llama_cpp: bool = False,
+        cut_first: int = 0,
         verdicts: Sequence[str] = (),
         caller_lines: Sequence[str] = (),
         model: str = "stub-model",
@@ -85,6 +92,8 @@ class StubLLM:
         #: Time between streamed chunks: a model's pace (0: all at once).
         self.chunk_seconds = chunk_seconds
         self.busy_first = busy_first
+        self.llama_cpp = llama_cpp
+        self.cut_first = cut_first
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._released = threading.Event()
@@ -123,6 +132,12 @@ class StubLLM:
             self.busy_first -= busy
             return busy
 
+    def _cut(self) -> bool:
+        with self._lock:
+            cut = self.cut_first > 0
+            self.cut_first -= cut
+            return cut
+
     def streamed_requests(self) -> list[dict[str, Any]]:
         with self._lock:
             return [r for r in self.requests if r.get("stream")]
@@ -153,7 +168,24 @@ class StubLLM:
                 return self.analyses.pop(0) if self.analyses else self.default_analysis
         return self.opening.text if isinstance(self.opening, Reply) else self.opening
 
-    def _chunks(self, reply: Reply) -> Iterator[dict[str, Any]]:
+    def _chunks(self, reply: Reply, cut: bool = False) -> Iterator[dict[str, Any]]:
+        if not self.llama_cpp and not cut:
+            yield from self._deltas(reply)
+            return
+        # llama-cpp-python's envelope: an id, a role-only first delta, null logprobs.
+        envelope = {
+            "id": "chatcmpl-stub",
+            "model": self.model,
+            "created": int(time.time()),
+            "object": "chat.completion.chunk",
+        }
+        first = {"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}
+        deltas = iter(()) if cut else self._deltas(reply)
+        for chunk in ({"choices": [first]}, *deltas):
+            choices = [{"logprobs": None, "finish_reason": None} | c for c in chunk["choices"]]
+            yield envelope | {"choices": choices}
+
+    def _deltas(self, reply: Reply) -> Iterator[dict[str, Any]]:
         words = reply.text.split(" ") if reply.text else []
         step = self.words_per_chunk
         for i in range(0, len(words), step):
@@ -211,7 +243,7 @@ def _handler_for(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
                 self._send_json(503, {"error": {"message": "the stub is busy"}})
                 return
             if body.get("stream"):
-                self._stream(stub._reply_for(messages))
+                self._stream(stub._reply_for(messages), cut=stub._cut())
             elif body.get("tools") and stub.tool_calling:
                 # A whole request offering tools (``callplane doctor``'s check): the first one
                 # is called, as a model that can call tools would.
@@ -244,13 +276,13 @@ def _handler_for(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, reply: Reply) -> None:
+        def _stream(self, reply: Reply, cut: bool = False) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             if stub.first_token_seconds:
                 time.sleep(stub.first_token_seconds)
-            for n, chunk in enumerate(stub._chunks(reply)):
+            for n, chunk in enumerate(stub._chunks(reply, cut)):
                 if n and stub.chunk_seconds:
                     time.sleep(stub.chunk_seconds)
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())

@@ -63,6 +63,22 @@ async def test_opening_line_renders_variables_without_the_llm(app, client, llm):
     assert llm.streamed_requests() == []
 
 
+async def test_a_null_agent_speaks_first_opens_as_a_call_does(app, client, llm):
+    # The config is read through the typed model, as a call reads it: null is "unset".
+    org = await make_org(app)
+    agent = await create_agent(client, org, {**CONFIG, "agent_speaks_first": None})
+    response = await client.post(
+        f"/v1/agents/{agent['id']}/conversations",
+        headers=org.headers,
+        json={"params": {"name": "Ada"}},
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["entries"] == [
+        {"role": "assistant", "text": "Hi Ada, this is Bright Smiles."}
+    ]
+    assert llm.streamed_requests() == []
+
+
 async def test_a_turn_uses_the_rendered_prompt_and_end_call_phrases(app, client, llm):
     org = await make_org(app)
     agent = await create_agent(client, org, CONFIG)

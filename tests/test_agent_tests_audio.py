@@ -27,6 +27,7 @@ async def app(make_app: Any, llm: StubLLM) -> Any:
 
 
 @pytest.mark.slow
+@pytest.mark.realtime
 async def test_an_audio_run_hears_the_agent_and_keeps_each_reply_latency(app, client, llm):
     org = await make_org(app)
     agent = await create_agent(

@@ -358,3 +358,27 @@ async def test_analyzers_without_a_brain_are_recorded_as_errors() -> None:
         None, [{"id": "a", "prompt": "p", "output_config": SENTIMENT}], TRANSCRIPT
     )
     assert result["result"] is None and "CALLPLANE_LLM_BASE_URL" in result["error"]
+
+
+async def test_llama_cpp_python_stream_is_read_whole() -> None:
+    with StubLLM(replies=["Sure. Friday at nine works."], llama_cpp=True) as server:
+        brain = ChatCompletionsBrain(server.base_url)
+        try:
+            events = await _reply(brain, TRANSCRIPT[:2])
+        finally:
+            await brain.aclose()
+    assert "".join(e.text for e in events) == "Sure. Friday at nine works."
+
+
+async def test_a_stream_that_ends_without_finishing_is_a_brain_error() -> None:
+    """``[DONE]`` without a ``finish_reason`` is a reply the server dropped, not an empty one;
+    asking again is worth it only while nothing of it has been read."""
+    with StubLLM(llama_cpp=True, cut_first=1) as server:
+        brain = ChatCompletionsBrain(server.base_url)
+        try:
+            with pytest.raises(BrainError) as cut:
+                await _reply(brain, TRANSCRIPT[:2])
+        finally:
+            await brain.aclose()
+    assert cut.value.retryable
+    assert "ended before the reply was finished" in str(cut.value)

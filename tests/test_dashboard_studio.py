@@ -276,6 +276,18 @@ async def test_the_voices_page_and_a_viewer_s_read_only_studio(studio: Any) -> N
     assert "Place a call" not in others[1]
 
 
+async def test_the_voices_page_names_the_default_calls_really_speak_with(make_app: Any) -> None:
+    # Configured for a Piper voice this machine does not have: calls speak espeak-ng instead.
+    app = await make_app(worker="off", voice_engine="piper:en_US-nobody-high")
+    person = await make_person(app, await make_org(app))
+    async with browser_client(app) as browser:
+        assert (await sign_in(browser, person.email, person.password)).status_code == 303
+        page = await browser.get("/dashboard/voices")
+    assert page.status_code == 200
+    assert "this server's default (<code>espeak-ng:en-us</code>)" in page.text
+    assert "en_US-nobody-high" not in page.text
+
+
 async def test_stored_tools_round_trip_through_the_forms_unchanged(studio: Any) -> None:
     """Explicit defaults (a ``false``, a default choice, a default number) stay as stored when
     the forms are saved untouched: nothing to commit, not a diff removing them."""

@@ -274,6 +274,7 @@ def test_the_install_refuses_a_model_that_is_not_the_published_one(tmp_path: Pat
         expected.update(saved[1])
 
 
+@pytest.mark.realtime
 async def test_a_spanish_caller_in_a_web_call_is_answered_in_spanish(
     make_app: Any,
 ) -> None:

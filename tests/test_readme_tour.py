@@ -120,7 +120,9 @@ def test_each_brain_choice_listens_where_serve_looks() -> None:
     looked_at = Settings(_env_file=None).llm_ports  # type: ignore[call-arg]
     assert "ollama serve" in block and OLLAMA_PORT in looked_at
     ports = [int(p) for p in re.findall(r"llama-server .*--port (\d+)", block)]
-    assert ports and all(port in looked_at for port in ports)
+    ports += [int(p) for p in re.findall(r"llama_cpp.server .*--port (\d+)", block)]
+    assert len(ports) == 2 and all(port in looked_at for port in ports)
+    assert "--interrupt_requests false" in block
     named = set(re.findall(r"CALLPLANE_([A-Z_]+)=", block))
     assert named >= {"LLM_BASE_URL", "LLM_MODEL", "LLM_API_KEY"}
     assert all(name.lower() in Settings.model_fields for name in named), named

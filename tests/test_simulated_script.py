@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import client_for
-from tests.engine_support import create_call, engine_app, wait_for_call
+from tests.engine_support import create_call, engine_app, events_of, wait_for_call
 from tests.factories import make_org
 from tests.llm_stub import Reply, StubLLM
 from tests.sipp_peer import rms
@@ -130,3 +130,29 @@ async def test_a_script_on_another_network_is_422(make_app: Any) -> None:
     error = assert_status_error(response, 422)
     assert error["error"].startswith("simulate") and "simulated network" in error["error"]
     assert await count_calls(app, org.id) == 0
+
+
+async def test_a_scripted_call_is_answered_when_llama_cpp_python_drops_a_reply(
+    make_app: Any,
+) -> None:
+    """llama-cpp-python's server ends a streamed reply early, with no text and no
+    ``finish_reason``, when another request waits behind it: asked again, not taken for an
+    empty answer that leaves the caller to the silence timeout (docs/brains.md)."""
+    with StubLLM(replies=["Friday at nine is free."], llama_cpp=True, cut_first=1) as server:
+        app = await engine_app(make_app, llm_base_url=server.base_url, simulated_call_seconds=0.5)
+        org = await make_org(app)
+        async with client_for(app) as client:
+            call_id = await create_call(
+                client,
+                org,
+                "+14155550123",
+                first_message="Hi, this is Riley.",
+                simulate={"script": [{"say": "Hi, can I come in on Friday?"}]},
+            )
+            call = await wait_for_call(client, org, call_id, within=20)
+            events = await events_of(client, org, call_id)
+    assert call["status"] == "completed"
+    said = [e["text"] for e in call["transcripts"] if e["role"] == "assistant"]
+    assert said == ["Hi, this is Riley.", "Friday at nine is free."]
+    types = [e["type"] for e in events]
+    assert "agent.silence_timeout" not in types and "agent.brain_error" not in types

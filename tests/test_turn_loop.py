@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from callplane.brain import BrainError, TextDelta
 from callplane.engine.agent import AgentSpec, Voicemail
 from callplane.engine.conversation.turn_loop import (
@@ -212,3 +214,19 @@ async def test_a_tool_call_without_text_is_recorded() -> None:
     call.says("Bye")
     assert await call.ended() == AGENT_HANGUP
     assert call.transcript[-1]["function_name"] == "end_call"
+
+
+@pytest.mark.parametrize("media", ["audio", "text"])
+async def test_the_silence_clock_starts_when_the_agent_has_finished_its_line(media: str) -> None:
+    """A slow brain: the wait for it is not the caller's silence, and the caller gets the whole
+    timeout once the answer has been heard (on text, the line is heard when it is sent)."""
+    seconds = 0.3
+    brain = FakeBrain(["Let me look that up for you."], delay=seconds * 1.5)
+    spec = AgentSpec(first_message="Hi.", silence_timeout_seconds=seconds)
+    call = Conversation(spec, brain, media=media).start()
+    await call.until(lambda: call.lines())
+    call.says("Can I come in on Friday?")
+    assert await call.ended() == SILENCE
+    assert call.lines() == ["Hi.", "Let me look that up for you.", CLOSING_LINE]
+    answer, closing = [e for e in call.transcript if e["role"] == "assistant"][1:]
+    assert closing["timestamp"] - answer["timestamp"] >= seconds - 0.002

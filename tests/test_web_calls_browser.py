@@ -24,7 +24,7 @@ import pytest
 from tests.browser import chromium_path
 from tests.conftest import BACKEND, IN_CI
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.realtime]
 
 SENTENCE = "I would like to book a table for four people on Friday evening."
 ROOT = Path(__file__).resolve().parent.parent

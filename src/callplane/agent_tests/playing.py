@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callplane.agent_tests.judge import caller_line
-from callplane.agents.conversations import Scene, rounds
+from callplane.agents.config import read_config
+from callplane.agents.conversations import Scene, redactor, rounds
 from callplane.agents.text_tools import ToolRunner
 from callplane.brain.base import Brain
 from callplane.brain.history import ChatHistory, Said
-from callplane.privacy.redaction import Redactor
 from callplane.runtime import Runtime
 
 
@@ -43,8 +43,9 @@ async def play_text(
     *,
     caller_model: str | None,
 ) -> Played:
+    typed = read_config(config)
     # Test runs store their transcripts too: redacted as a call's are.
-    played = Played(ChatHistory(redactor=Redactor.from_config(config.get("redaction"))))
+    played = Played(ChatHistory(redactor=redactor(typed)))
     for said in (scene.disclosure, scene.opening):
         if said:
             played.history.add(Said("assistant", said))
@@ -60,7 +61,7 @@ async def play_text(
             break
         played.history.add(Said("user", line))
         started = time.perf_counter()
-        played.ended = await rounds(brain, tools, scene.prompt, played.history, dict(config))
+        played.ended = await rounds(brain, tools, scene.prompt, played.history, typed)
         played.reply_ms.append(round((time.perf_counter() - started) * 1000))
         if played.ended:
             break

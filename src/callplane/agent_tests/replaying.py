@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from callplane.agent_tests.checks import tool_calls
 from callplane.agent_tests.playing import play_text
 from callplane.agent_tests.queue import Claim
+from callplane.agents.config import read_config
 from callplane.agents.conversations import prepare
 from callplane.agents.service import load_commit_to_run
 from callplane.agents.text_tools import MOCKED, Answer
@@ -115,8 +116,9 @@ async def run_replay(
         commit = await load_commit_to_run(session, claim.organization_id, claim.commit_id)
         if commit is None:
             return "error", [], "the replay's commit no longer exists"
+        typed = read_config(commit.config)
         scenes = [
-            await prepare(session, claim.organization_id, commit.config, original["params"], None)
+            await prepare(session, claim.organization_id, typed, original["params"], None)
             for original in claim.work["calls"]
         ]
     brain = build_brain(runtime.settings)

@@ -16,6 +16,7 @@ from callplane.agent_tests.checks import check
 from callplane.agent_tests.judge import UnreadableVerdict, judge_model, verdict
 from callplane.agent_tests.playing import AudioPlayer, Played, play_text
 from callplane.agent_tests.queue import Claim
+from callplane.agents.config import read_config
 from callplane.agents.conversations import Scene, prepare
 from callplane.agents.service import load_commit_to_run
 from callplane.agents.text_tools import Mocked
@@ -52,12 +53,13 @@ async def run_tests(
         commit = await load_commit_to_run(session, claim.organization_id, claim.commit_id)
         if commit is None:
             return "error", [], "the run's commit no longer exists"
+        typed = read_config(commit.config)
         for test in tests:
             try:
                 scenes[test["name"]] = await prepare(
                     session,
                     claim.organization_id,
-                    commit.config,
+                    typed,
                     test.get("params", {}),
                     test.get("contact"),
                 )

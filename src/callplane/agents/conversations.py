@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.agents import service
+from callplane.agents.config import AgentConfig, read_config
 from callplane.agents.contacts import contact_data
 from callplane.agents.schemas import ConversationRequest
 from callplane.agents.text_tools import ToolRunner, tool_runner
@@ -32,10 +33,21 @@ from callplane.tools.toolbox import Toolbox
 MAX_ROUNDS = 2
 
 
-def brain_tools(config: dict[str, Any]) -> list[dict[str, Any]]:
+def stored(part: Any) -> dict[str, Any]:
+    """A part of the typed config as the commit stores it (what a tool reads its settings from,
+    as on a call)."""
+    return dict(part.model_dump(mode="json", exclude_unset=True))
+
+
+def redactor(config: AgentConfig) -> Redactor | None:
+    """The config's ``redaction`` as a call applies it (None: nothing redacted)."""
+    return Redactor.from_config(stored(config.redaction) if config.redaction is not None else None)
+
+
+def brain_tools(config: AgentConfig) -> list[dict[str, Any]]:
     """The commit's tools as the brain sees them on a call (one registry: ``callplane.tools``);
     ``end_call`` is always among them."""
-    return Toolbox.from_configs(config.get("tools", [])).definitions()
+    return Toolbox.from_configs([stored(tool) for tool in config.tools]).definitions()
 
 
 @dataclass(frozen=True)
@@ -53,7 +65,7 @@ class Scene:
 async def prepare(
     session: AsyncSession,
     organization_id: int,
-    config: dict[str, Any],
+    config: AgentConfig,
     params: dict[str, Any],
     contact: str | None,
 ) -> Scene:
@@ -66,13 +78,15 @@ async def prepare(
         except InvalidInput:
             raise InvalidInput("contact: not a valid contact identifier", loc=("body",)) from None
         known = await contact_data(session, organization_id, identifier)
-    sources = VariableSources(params=params, contact=known, defaults=config.get("variables", {}))
+    sources = VariableSources(params=params, contact=known, defaults=config.variables)
 
-    def rendered(key: str) -> str | None:
-        return render(config[key], sources)[0] if config.get(key) else None
+    def rendered(template: str | None) -> str | None:
+        return render(template, sources)[0] if template else None
 
-    opening = rendered("first_message") if config.get("agent_speaks_first", True) else None
-    return Scene(rendered("prompt"), rendered("disclosure"), opening, identifier)
+    # Unset or null: the agent speaks first, as on a call.
+    speaks_first = config.agent_speaks_first is not False
+    opening = rendered(config.first_message) if speaks_first else None
+    return Scene(rendered(config.prompt), rendered(config.disclosure), opening, identifier)
 
 
 async def take_turn(
@@ -86,9 +100,9 @@ async def take_turn(
     commit = await service.resolve_ref(session, organization_id, agent.id, body.ref)
     if commit is None:
         raise InvalidInput("ref: no such branch or commit of this agent", loc=("body",))
-    config, commit_id, secret = commit.config, str(commit.id), agent.tools_secret
+    config, commit_id, secret = read_config(commit.config), str(commit.id), agent.tools_secret
     scene = await prepare(session, organization_id, config, body.params, body.contact)
-    history = ChatHistory(redactor=Redactor.from_config(config.get("redaction")))
+    history = ChatHistory(redactor=redactor(config))
     for message in body.messages:
         history.add(Said(message.role, message.text))
     #: The request's own lines: what the agent says comes after them.
@@ -124,7 +138,7 @@ async def take_turn(
         async with tool_runner(
             runtime,
             organization_id,
-            config,
+            [stored(tool) for tool in config.tools],
             run=body.tools == "run",
             tools_secret=secret,
             call=call,
@@ -140,13 +154,13 @@ async def take_turn(
 async def _consult(
     runtime: Runtime,
     organization_id: int,
-    config: dict[str, Any],
+    config: AgentConfig,
     body: ConversationRequest,
     history: ChatHistory,
 ) -> None:
     """``knowledge.auto``, as on a call: the caller's last words looked up before the brain is
     asked, what was found added as a ``knowledge_search`` call and its answer."""
-    settings = config.get("knowledge")
+    settings = stored(config.knowledge) if config.knowledge is not None else None
     if not knowledge.auto_enabled(settings) or not body.messages:
         return
     if body.messages[-1].role != "user" or settings is None:
@@ -163,7 +177,7 @@ async def rounds(
     tools: ToolRunner,
     prompt: str | None,
     history: ChatHistory,
-    config: dict[str, Any],
+    config: AgentConfig,
 ) -> bool:
     """The agent's next lines and tool uses, added to ``history``; whether the agent ended
     the conversation."""
@@ -186,13 +200,13 @@ async def rounds(
         if not calls or ended:
             break
     if not ended:
-        phrases = [p.lower() for p in config.get("end_call_phrases", [])]
+        phrases = [p.lower() for p in config.end_call_phrases]
         ended = any(p in line for p in phrases for line in spoken)
     return ended
 
 
 async def _one_reply(
-    brain: Brain, messages: list[dict[str, Any]], config: dict[str, Any]
+    brain: Brain, messages: list[dict[str, Any]], config: AgentConfig
 ) -> tuple[str, list[ToolCall]]:
     """The brain's reply; one that failed busy or unreachable before its first token is asked
     once more, as on a call."""
@@ -204,8 +218,8 @@ async def _one_reply(
             async for event in brain.stream_reply(
                 messages,
                 tools=brain_tools(config),
-                model=config.get("model"),
-                temperature=config.get("temperature"),
+                model=config.model,
+                temperature=config.temperature,
             ):
                 if isinstance(event, TextDelta):
                     parts.append(event.text)

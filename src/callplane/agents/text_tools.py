@@ -11,7 +11,7 @@ contact, no contact data to read or write).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -106,13 +106,14 @@ class Running:
 async def tool_runner(
     runtime: Runtime,
     organization_id: int,
-    config: Mapping[str, Any],
+    tools: Sequence[Mapping[str, Any]],
     *,
     run: bool,
     tools_secret: str | None,
     call: Mapping[str, Any],
 ) -> AsyncIterator[ToolRunner]:
-    """Mocked tools, or the commit's tools run for real for the turn's length."""
+    """Mocked tools, or the commit's ``tools`` (as it stores them) run for real for the turn's
+    length."""
     if not run:
         yield Mocked()
         return
@@ -126,4 +127,4 @@ async def tool_runner(
             tools_secret=tools_secret,
             on_call=None,
         )
-        yield Running(Toolbox.from_configs(config.get("tools", [])), context)
+        yield Running(Toolbox.from_configs(tools), context)

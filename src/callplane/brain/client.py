@@ -175,6 +175,7 @@ class ChatCompletionsBrain:
 
 async def _reply_events(response: httpx.Response) -> AsyncGenerator[ReplyEvent, None]:
     pending: dict[int, _PendingToolCall] = {}
+    finished = said = False
     async for data in sse_data(response.aiter_lines()):
         if data.strip() == "[DONE]":
             break
@@ -187,9 +188,11 @@ async def _reply_events(response: httpx.Response) -> AsyncGenerator[ReplyEvent, 
         if "error" in chunk:
             raise BrainError(f"the server reported an error: {_short(str(chunk['error']))}")
         for choice in chunk.get("choices") or ():
+            finished = finished or bool(choice.get("finish_reason"))
             delta = choice.get("delta") or {}
             text = delta.get("content")
             if isinstance(text, str) and text:
+                said = True
                 yield TextDelta(text)
             for part in delta.get("tool_calls") or ():
                 call = pending.setdefault(int(part.get("index", len(pending))), _PendingToolCall())
@@ -198,6 +201,14 @@ async def _reply_events(response: httpx.Response) -> AsyncGenerator[ReplyEvent, 
                 call.name = function.get("name") or call.name
                 if function.get("arguments"):
                     call.arguments.append(function["arguments"])
+    if not finished:
+        # A reply the server dropped, not an empty one: llama-cpp-python's server ends a stream
+        # with ``[DONE]`` alone when another request is waiting (its ``interrupt_requests``).
+        # Before any text, asking again costs the caller nothing they heard.
+        raise BrainError(
+            "the stream ended before the reply was finished (no finish_reason)",
+            retryable=not said,
+        )
     for index in sorted(pending):
         if pending[index].name:
             yield pending[index].finish()

@@ -24,7 +24,7 @@ from callplane.errors import Conflict, InvalidInput
 from callplane.http.deps import SessionDep
 from callplane.kit.messages import field_messages
 from callplane.models.agents import Agent, AgentBranch, AgentCommit
-from callplane.speech.engines import list_engines
+from callplane.speech.engines import list_engines, spoken_default
 from callplane.voices import service
 from callplane.voices.preview import MAX_PREVIEW_CHARS, preview_text, speak_preview
 from callplane.voices.schemas import VoiceCreate
@@ -67,6 +67,8 @@ async def _page(
     settings = runtime_of(request).settings
     # Listing espeak-ng's voices runs it: off the event loop.
     engines = await asyncio.to_thread(list_engines, settings)
+    # What a call without a voice really speaks with (espeak-ng where Piper's voice is absent).
+    default_engine = await asyncio.to_thread(spoken_default, settings)
     return render(
         request,
         "voices.html",
@@ -75,7 +77,7 @@ async def _page(
         voices=voices,
         used=used,
         say=say.strip(),
-        default_engine=settings.voice_engine,
+        default_engine=default_engine,
         engines=[e.name for e in engines],
         errors=errors or [],
         values=values or {},

@@ -358,5 +358,9 @@ async def _think(
             out.put_nowait(event)
     except BrainError as exc:
         out.put_nowait(exc)
+    except Exception as exc:
+        # Anything else would end this task unseen and leave the line waiting in silence.
+        log.exception("the brain's reply could not be read")
+        out.put_nowait(BrainError(f"the reply could not be read ({type(exc).__name__}: {exc})"))
     else:
         out.put_nowait(None)

@@ -16,6 +16,7 @@ turn is confirmed (``generation.py``), so a discarded guess has no side effects.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from callplane.brain import Brain, BrainError, ReplyEvent, SentenceSplitter, Tex
 from callplane.engine.agent import AgentSpec
 from callplane.engine.conversation.speaking import Speaker
 from callplane.observability import metrics
+
+log = logging.getLogger("callplane.engine.turns")
 
 _NOT_WORD = re.compile(r"[^\w']+|_")
 
@@ -122,6 +125,12 @@ class Speculation:
                         self._speaker.prepare(first)
         except BrainError as exc:
             self.stream.put_nowait(exc)
+            return
+        except Exception as exc:
+            # As generation's own requests: never a silent end that leaves the line waiting.
+            log.exception("the brain's early reply could not be read")
+            error = BrainError(f"the reply could not be read ({type(exc).__name__}: {exc})")
+            self.stream.put_nowait(error)
             return
         if first is None and (rest := splitter.flush()):
             self._speaker.prepare(rest)

@@ -146,6 +146,9 @@ class TurnLoop:
     #: When the caller last did anything (the silence timeout counts from here or from the
     #: end of the agent's line, whichever is later).
     _last_heard: float = 0.0
+    #: When the agent last finished a line: a text line (the simulated network) is heard the
+    #: moment it is sent, so its playout says nothing of when the caller's turn to speak began.
+    _line_done_at: float = 0.0
     #: What tools may reach on this call (None: tools run with the connection alone).
     tool_context: ToolContext | None = None
     #: The agent's tools (built from ``spec.tools`` when not given).
@@ -308,7 +311,7 @@ class TurnLoop:
         if seconds is None or self._ending:
             return None
         heard_until = self._reply.playout_ends_at if self._reply is not None else 0.0
-        return max(self._last_heard, heard_until) + seconds
+        return max(self._last_heard, self._line_done_at, heard_until) + seconds
 
     async def _on(self, event: CallerEvent | GreetingOver | HoldOver) -> None:
         if isinstance(event, HoldOver):
@@ -576,6 +579,7 @@ class TurnLoop:
         if not reply.generating:
             return
         reply.generated()
+        self._line_done_at = time.monotonic()
         first_media_at = reply.first_media_at
         if first_media_at is not None and caller_ended_at is not None:
             self.latencies.append(first_media_at - caller_ended_at)
