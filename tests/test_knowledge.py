@@ -147,9 +147,10 @@ async def test_a_deleted_document_is_gone_from_search_at_once(app, client):
 
 
 async def test_a_search_ranks_a_bounded_set_that_keeps_the_rare_words(app, client, monkeypatch):
-    """PostgreSQL ranks only the chunks holding the question's rarest words when a word is
-    common (here: beyond a budget of 10 chunks); the best answer must survive that, a question
-    of common words only still finds chunks, and a deleted document's words stop counting."""
+    """Both databases rank only the chunks holding the question's rarest words when a word is
+    common (here: beyond a budget of 10 chunks); the best answer must survive that with the
+    score it has when every match is ranked (the common words still count), a question of
+    common words only still finds chunks, and a deleted document's words stop counting."""
     from callplane.knowledge import search
 
     monkeypatch.setattr(search, "RANK_BUDGET", 10)
@@ -164,11 +165,23 @@ async def test_a_search_ranks_a_bounded_set_that_keeps_the_rare_words(app, clien
     )
     [best, *_] = await _search(client, org, base, "parcels zebra collected", top_k=3)
     assert best["title"] == "Zebra crossing" and best["document_id"] == zebra["id"]
+    monkeypatch.setattr(search, "RANK_BUDGET", 1_000)
+    [unbounded, *_] = await _search(client, org, base, "parcels zebra collected", top_k=3)
+    assert unbounded == best
+    monkeypatch.setattr(search, "RANK_BUDGET", 10)
     common = await _search(client, org, base, "parcels daily", top_k=5)
     assert len(common) == 5 and all("daily" in r["text"] for r in common)
     await client.delete(f"/v1/knowledge_bases/{base}/documents/{zebra['id']}", headers=org.headers)
     assert await _search(client, org, base, "zebra") == []
     assert len(await _search(client, org, base, "parcels", top_k=20)) == 14
+    # A word rare in the database but held only by another knowledge base's chunks does not
+    # narrow this one's candidates to nothing.
+    other = await _base(client, org, name="Zoo")
+    await _upload(
+        client, org, other, "# Giraffe\nParcels reach the giraffe house.", "text/markdown"
+    )
+    found = await _search(client, org, base, "parcels giraffe", top_k=5)
+    assert len(found) == 5 and all("depot" in r["text"] for r in found)
 
 
 async def test_another_organizations_knowledge_base_is_not_found(app, client):
