@@ -306,47 +306,7 @@ def side_by_side(args: argparse.Namespace) -> None:
 async def cpu(requests: int, rounds: int) -> None:
     import fast_paths_cpu as fp
 
-    from callplane.app import create_app
-    from callplane.kit.db import Database
-    from callplane.migrate import upgrade
-    from callplane.orgs.service import create_organization, issue_key
-    from callplane.settings import Settings
-
-    work = Path(tempfile.mkdtemp(prefix="callplane-bench-audit-cpu-"))
-    url = f"sqlite:///{work / 'bench.db'}"
-    db = Database(url, pool_size=1)
-    await upgrade(db)
-    await db.dispose()
-    settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        database_url=url,
-        log_level="warning",
-        signing_key="bench",
-        worker="off",
-        storage_url=f"file://{work / 'recordings'}",
-        rate_limit="1000000000/minute",
-    )
-    app = create_app(settings)
-    runtime = app.state.runtime
-    async with app.router.lifespan_context(app):
-        async with runtime.db.session(write=True) as session:
-            org = await create_organization(session, "Bench")
-            key = await issue_key(session, org.id)
-            await session.commit()
-        headers = [
-            (b"authorization", f"Bearer {key.api_key}".encode()),
-            (b"content-type", b"application/json"),
-        ]
-        columns = [
-            {"name": "name", "type": "TEXT"},
-            {"name": "score", "type": "INTEGER", "indexed": True},
-            {"name": "active", "type": "BOOLEAN"},
-        ]
-        table = json.dumps({"name": "customers", "columns": columns}).encode()
-        assert await fp.call(app, "POST", "/v1/data/tables", b"", table, headers) == 201
-        rows = [{"name": f"n{i}", "score": i % 100, "active": i % 2 == 0} for i in range(1000)]
-        body = json.dumps({"records": rows}).encode()
-        assert await fp.call(app, "POST", "/v1/data/customers", b"", body, headers) == 201
+    async with fp.app_with_customers() as (app, _org, headers):
 
         async def patch(n: int) -> int:
             payload = b'{"score": %d}' % (n % 1000)
@@ -366,7 +326,6 @@ async def cpu(requests: int, rounds: int) -> None:
                     await patch(n)
                 best[on].append((time.process_time() - used) / requests * 1e6)
         switch_audit(True)
-    shutil.rmtree(work, ignore_errors=True)
     on_us, off_us = min(best[True]), min(best[False])
     print(
         json.dumps(

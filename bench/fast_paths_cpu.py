@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +75,11 @@ async def call(
     return status[0]
 
 
-async def main(requests: int) -> None:
+@contextlib.asynccontextmanager
+async def app_with_customers() -> AsyncIterator[tuple[Any, Any, list[tuple[bytes, bytes]]]]:
+    """The app, started on a fresh SQLite file, with one organization (its key in the headers)
+    and 1,000 records of a small table: (app, organization, headers). Other in-process benches
+    (``audit_cost.py --cpu``) measure on the same data."""
     work = Path(tempfile.mkdtemp(prefix="callplane-bench-cpu-"))
     url = f"sqlite:///{work / 'bench.db'}"
     db = Database(url, pool_size=1)
@@ -90,25 +96,34 @@ async def main(requests: int) -> None:
     )
     app = create_app(settings)
     runtime = app.state.runtime
-    async with app.router.lifespan_context(app):
-        async with runtime.db.session(write=True) as session:
-            org = await create_organization(session, "Bench")
-            key = await issue_key(session, org.id)
-            await session.commit()
-        headers = [
-            (b"authorization", f"Bearer {key.api_key}".encode()),
-            (b"content-type", b"application/json"),
-        ]
-        columns = [
-            {"name": "name", "type": "TEXT"},
-            {"name": "score", "type": "INTEGER", "indexed": True},
-            {"name": "active", "type": "BOOLEAN"},
-        ]
-        table = json.dumps({"name": "customers", "columns": columns}).encode()
-        assert await call(app, "POST", "/v1/data/tables", b"", table, headers) == 201
-        rows = [{"name": f"n{i}", "score": i % 100, "active": i % 2 == 0} for i in range(1000)]
-        body = json.dumps({"records": rows}).encode()
-        assert await call(app, "POST", "/v1/data/customers", b"", body, headers) == 201
+    try:
+        async with app.router.lifespan_context(app):
+            async with runtime.db.session(write=True) as session:
+                org = await create_organization(session, "Bench")
+                key = await issue_key(session, org.id)
+                await session.commit()
+            headers = [
+                (b"authorization", f"Bearer {key.api_key}".encode()),
+                (b"content-type", b"application/json"),
+            ]
+            columns = [
+                {"name": "name", "type": "TEXT"},
+                {"name": "score", "type": "INTEGER", "indexed": True},
+                {"name": "active", "type": "BOOLEAN"},
+            ]
+            table = json.dumps({"name": "customers", "columns": columns}).encode()
+            assert await call(app, "POST", "/v1/data/tables", b"", table, headers) == 201
+            rows = [{"name": f"n{i}", "score": i % 100, "active": i % 2 == 0} for i in range(1000)]
+            body = json.dumps({"records": rows}).encode()
+            assert await call(app, "POST", "/v1/data/customers", b"", body, headers) == 201
+            yield app, org, headers
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+async def main(requests: int) -> None:
+    async with app_with_customers() as (app, org, headers):
+        runtime = app.state.runtime
         calls = document(40)
         calls.pop("voices")
         async with runtime.db.session(write=True) as session:
@@ -137,7 +152,6 @@ async def main(requests: int) -> None:
                 cpu.append((time.process_time() - used) / requests * 1e6)
             out[name] = {"wall_us": round(min(wall), 1), "cpu_us": round(min(cpu), 1)}
         print(json.dumps(out))
-    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
