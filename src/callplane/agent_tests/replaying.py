@@ -128,7 +128,7 @@ async def run_replay(
 
     async def one(original: dict[str, Any], scene: Any) -> dict[str, Any]:
         async with limit:
-            return await _replay_call(brain, commit.config, original, scene)
+            return await _replay_call(brain, commit.config, typed.summary_prompt, original, scene)
 
     try:
         results = await asyncio.gather(
@@ -142,7 +142,11 @@ async def run_replay(
 
 
 async def _replay_call(
-    brain: Brain, config: dict[str, Any], original: dict[str, Any], scene: Any
+    brain: Brain,
+    config: dict[str, Any],
+    summary_prompt: str | None,
+    original: dict[str, Any],
+    scene: Any,
 ) -> dict[str, Any]:
     spec = {"turns": [{"user": line} for line in original["lines"]]}
     played = await play_text(
@@ -151,7 +155,7 @@ async def _replay_call(
     asked = tool_calls(played.transcript)
     after = [{"name": n, "arguments": a} for n, a in asked]
     before = [_key(str(c["name"]), c["arguments"]) for c in original["tool_calls"]]
-    summary = await summarize(brain, played.transcript, config.get("summary_prompt"))
+    summary = await summarize(brain, played.transcript, summary_prompt)
     return {
         "call_id": original["call_id"],
         "original_commit_id": original["original_commit_id"],
