@@ -97,3 +97,16 @@ async def test_a_brain_failing_unexpectedly_is_apologised_for_and_recorded() -> 
     assert call.lines()[-1] == APOLOGY
     [error] = [data for kind, data in call.events if kind == "agent.brain_error"]
     assert "ValueError" in error["error"]
+
+
+async def test_a_reply_with_nothing_in_it_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    # The model may finish with no words and no tool call; the caller then hears nothing, so
+    # the operator must at least be able to find it in the logs.
+    call = Conversation(AgentSpec(first_message="Hi."), FakeBrain(replies=[[TextDelta(" ")]]))
+    call.start()
+    call.says("Can you help me?")
+    await call.until(lambda: "without a word or a tool call" in caplog.text)
+    call.hangs_up()
+    assert await call.ended() == REMOTE_HANGUP
+    assert call.lines() == ["Hi."]
+    assert not [kind for kind, _ in call.events if kind == "agent.brain_error"]

@@ -202,7 +202,7 @@ class Generation:
         # Nothing said yet on this line: its first words may go ahead of their sentence.
         splitter = SentenceSplitter(opening_clause=not reply.sentences)
         tool_calls: list[ToolCall] = []
-        answered = retried = False
+        answered = retried = spoke = False
         try:
             while (item := await stream.get()) is not None:
                 if isinstance(item, BrainError):
@@ -219,6 +219,7 @@ class Generation:
                     continue
                 answered = True
                 if isinstance(item, TextDelta):
+                    spoke = spoke or bool(item.text.strip())
                     turns.token(timing)
                     for sentence in splitter.feed(item.text):
                         await self.speaker.say(reply, sentence)
@@ -227,6 +228,10 @@ class Generation:
             if rest := splitter.flush():
                 await self.speaker.say(reply, rest)
             await self.speaker.end_line(reply)
+            if not tool_calls and not spoke:
+                # A finished reply with nothing in it is a model's right, but the caller hears
+                # silence: an operator reading the logs must be able to find out why.
+                log.warning("the brain finished its reply without a word or a tool call")
         except BrainError as exc:
             await self.lines.apologise(reply, exc)
             return None
