@@ -4,6 +4,7 @@ docs finds its page and section."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -22,6 +23,35 @@ README = "\n".join(
 @pytest.mark.parametrize("field", sorted(Settings.model_fields))
 def test_every_setting_is_documented(field: str) -> None:
     assert f"`CALLPLANE_{field.upper()}`" in README
+
+
+def _shown(value: object) -> str:
+    """A setting's default as the docs' tables write it: `true`, `20` (not 20.0), `[]`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list | tuple):
+        return json.dumps(list(value))
+    return str(value)
+
+
+def test_every_documented_default_is_the_real_one() -> None:
+    # A settings table that names a default the code no longer has misleads an operator (the
+    # README said `smart` endpointing for a while after `model` became the default).
+    # From the fields themselves, not Settings(): the environment must not change the answer.
+    default = {
+        name: field.get_default(call_default_factory=True)
+        for name, field in Settings.model_fields.items()
+    }
+    rows = re.findall(r"^\| `CALLPLANE_([A-Z0-9_]+)` \| `([^`|]*)` \|", README, re.MULTILINE)
+    assert len(rows) > 40
+    wrong = [
+        (name, documented, _shown(default[name.lower()]))
+        for name, documented in rows
+        if _shown(default[name.lower()]) != documented
+    ]
+    assert not wrong
 
 
 def _commands() -> list[str]:
