@@ -10,14 +10,16 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 import pytest
 from fastapi import FastAPI
+from sqlalchemy.engine import make_url
 
 from callplane.app import create_app
 from callplane.http.families import ErrorFamily
 from callplane.http.openapi import _needs_key
 from callplane.orgs.service import issue_key
-from tests.conftest import client_for
+from tests.conftest import BACKEND, POSTGRES_ADMIN_URL, client_for
 from tests.factories import make_org, runtime_of
 
 ERROR_KEYS = {
@@ -206,3 +208,34 @@ async def test_wrong_method_is_405_in_the_family_shape(client, method, path, key
     response = await client.request(method, path)
     assert response.status_code == 405
     assert set(response.json()) == keys
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="a server refusing new connections")
+async def test_a_database_refusing_connections_is_503_in_family_shape(
+    make_app, database_url
+) -> None:
+    # A full server (max_connections) or one starting up refuses new connections; asyncpg's
+    # own exception used to pass through unrenamed and be answered 500. Here the database
+    # refuses everyone, superusers included, until it is allowed again.
+    app: FastAPI = await make_app()
+    org = await make_org(app)
+    async with runtime_of(app).db.session(write=True) as session:
+        key = await issue_key(session, org.id)
+        await session.commit()
+    await runtime_of(app).db.dispose()  # the pool's idle connections would still serve
+    name = make_url(database_url).database
+    admin = await asyncpg.connect(POSTGRES_ADMIN_URL)
+    try:
+        await admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+        headers = {"Authorization": f"Bearer {key.api_key}"}
+        async with client_for(app) as c:
+            for case in CASES:
+                response = await c.request(
+                    case.method, case.url, headers=headers, json={} if case.has_body else None
+                )
+                assert response.status_code == 503, (str(case), response.text)
+                assert 1 <= int(response.headers["retry-after"]) <= 60
+                assert_family_shape(case, response.json())
+    finally:
+        await admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
+        await admin.close()

@@ -7,8 +7,9 @@ exception handlers (``install(app)``) for what is raised outside any pipeline:
 - domain errors (``callplane.errors``) with their status, and request validation errors;
 - Starlette's own 404/405 (an unknown path is the STATUS shape; a 405 lists in ``Allow`` every
   method the path has, from all its routes);
-- database errors that are not bugs: SQLite's write lock timing out or the database being
-  unreachable is 503 with ``Retry-After``;
+- database errors that are not bugs: SQLite's write lock timing out, the database being
+  unreachable or out of connections (the pool's wait, the server's limit) is 503 with
+  ``Retry-After``;
 - anything else (a bug) is caught by ``CrashBarrier``: logged once, as one JSON line with the
   traceback in a field, and answered 500 in the family's shape. It is not re-raised, so the
   server keeps the connection and the worker serving (Starlette's outermost error middleware
@@ -24,6 +25,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -33,6 +35,7 @@ from callplane.errors import CallplaneError, InvalidInput, Unavailable
 from callplane.http.families import STATUS, ErrorFamily, Rendered, render_error, render_validation
 from callplane.http.paths import path_table, route_path
 from callplane.http.responses import json_response
+from callplane.kit.db import DatabaseUnreachable
 
 log = logging.getLogger("callplane")
 
@@ -76,6 +79,10 @@ def error_response(scope: Scope, family: ErrorFamily, exc: Exception) -> Respons
         if exc.status_code == 404 and detail == "Not Found":  # no route: say which path
             detail = f"Not found: {scope['path']}"
         return json_response(family.body(detail, [detail]), exc.status_code, headers)
+    if isinstance(exc, PoolTimeout | DatabaseUnreachable):
+        # Every connection busy past the pool's wait, or none to be had from the server.
+        log.error("database connections exhausted", exc_info=exc, extra=_request_id(scope))
+        return _respond(render_error(family, Unavailable("Database busy, retry shortly")))
     if isinstance(exc, OperationalError | InterfaceError):
         if "database is locked" in str(exc.orig):
             return _respond(render_error(family, Unavailable("Database busy, retry shortly")))
@@ -98,6 +105,8 @@ def install(app: FastAPI) -> None:
         StarletteHTTPException,
         OperationalError,
         InterfaceError,
+        PoolTimeout,
+        DatabaseUnreachable,
     ):
         app.add_exception_handler(handled, rendered)
 

@@ -40,6 +40,22 @@ def async_url(url: str) -> str:
     raise ValueError(f"unsupported database URL scheme: {parsed.drivername}")
 
 
+class DatabaseUnreachable(Exception):
+    """A new connection to PostgreSQL could not be made: the server refused it, is full
+    (``max_connections``, a role's limit), is starting or shutting down. Not a bug: the web
+    floor answers it 503 with Retry-After. asyncpg raises its own exceptions while connecting,
+    which SQLAlchemy passes on unwrapped, so without this they were answered 500."""
+
+
+def _name_connect_failures(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "do_connect")
+    def _connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        try:
+            return dialect.connect(*cargs, **cparams)
+        except Exception as exc:
+            raise DatabaseUnreachable(f"{type(exc).__name__}: {exc}") from exc
+
+
 def _tune_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -82,6 +98,8 @@ class Database:
         else:
             kwargs.update(pool_size=pool_size, max_overflow=pool_size)
         self.engine = create_async_engine(dialect_url, **kwargs)
+        if self.backend == "postgresql":
+            _name_connect_failures(self.engine)
         self.serving_engine = self.engine
         if self.backend == "sqlite":
             _tune_sqlite(self.engine)
