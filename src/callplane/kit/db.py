@@ -40,11 +40,13 @@ def async_url(url: str) -> str:
     raise ValueError(f"unsupported database URL scheme: {parsed.drivername}")
 
 
-class DatabaseUnreachable(Exception):
+class DatabaseUnreachable(OSError):
     """A new connection to PostgreSQL could not be made: the server refused it, is full
     (``max_connections``, a role's limit), is starting or shutting down. Not a bug: the web
     floor answers it 503 with Retry-After. asyncpg raises its own exceptions while connecting,
-    which SQLAlchemy passes on unwrapped, so without this they were answered 500."""
+    which SQLAlchemy passes on unwrapped, so without this they were answered 500. An OSError,
+    as a refused connection always was: the CLI and the worker already treat those as "the
+    database cannot be reached"."""
 
 
 def _name_connect_failures(engine: AsyncEngine) -> None:
