@@ -55,7 +55,10 @@ def test_other_languages_end_their_sentences_their_own_way(text: str, kind: str)
         ("I'd like to …", "incomplete"),
         ("Well, um,", "incomplete"),
         ("Can I speak with the", "incomplete"),
-        ("book a cleaning", "incomplete"),  # no sentence end
+        ("book a cleaning", "unpunctuated"),  # no sentence end, but it could be one
+        ("can you send me a reminder by text message", "unpunctuated"),
+        ("I'd like to book a", "incomplete"),  # no sentence ends on "a"
+        ("That works for me,", "incomplete"),
         ("", "incomplete"),
         ("   ", "incomplete"),
         ('"?!"', "incomplete"),
@@ -71,6 +74,7 @@ def test_the_waits_of_both_modes() -> None:
     assert smart.wait_ms("Thank you.") == 200
     assert smart.wait_ms("My number is 415") == 600
     assert smart.wait_ms("I'd like to") == 800
+    assert smart.wait_ms("send me a reminder by text message") == 800  # text alone: unfinished
     silence = Endpointing(mode="silence")
     assert {silence.wait_ms(t) for t in ("Thank you.", "415", "I'd like to")} == {500}
     settings = Settings(
@@ -82,19 +86,57 @@ def test_the_waits_of_both_modes() -> None:
     )
     tuned = Endpointing.from_settings(settings)
     assert (tuned.pause_ms, tuned.longest_ms, tuned.wait_ms("415")) == (120, 1200, 900)
+    assert tuned.unsure_ms == Settings.model_fields["end_of_turn_ms_unsure"].default == 400
     assert Endpointing(complete_ms=100).pause_ms == 100
 
 
-def test_model_mode_ends_a_turn_only_when_voice_and_words_agree() -> None:
+def test_model_mode_ends_a_turn_soonest_when_voice_and_words_agree() -> None:
     model = Endpointing(mode="model")
     assert model.wait_ms("Thank you.", 0.93) == 200
-    # The voice goes on: a finished-looking sentence waits as long as an unfinished one.
-    assert model.wait_ms("That works for me.", 0.2) == 800
+    assert model.wait_ms("My number is 415", 0.8) == 200
     assert model.wait_ms("My number is 415", 0.1) == 600
-    # A finished-sounding voice does not end a sentence whose last word cannot end one.
+    # Both say it goes on: the longest wait.
+    assert model.wait_ms("send me a reminder by text message", 0.2) == 800
+    # Words that say it goes on hold the turn whatever the voice.
     assert model.wait_ms("I'd like to", 0.9) == 800
+    assert model.wait_ms("That works for me,", 0.99) == 800
+    assert model.wait_ms("", 0.99) == 800
     # Without the model's verdict (not installed, or it failed) the words alone decide.
     assert [model.wait_ms(t) for t in ("Thank you.", "415", "I'd like to")] == [200, 600, 800]
+
+
+def test_model_mode_waits_a_middle_length_when_voice_and_words_disagree() -> None:
+    model = Endpointing(mode="model")
+    # A finished sentence in a voice the model hears as unfinished (espeak-ng's, often).
+    assert model.wait_ms("Nine o'clock would be great, thank you.", 0.02) == 400
+    assert model.wait_ms("That works for me.", 0.49) == 400
+    # A finished-sounding voice whose words Whisper left without their question mark.
+    assert model.wait_ms("can you also send me a reminder by text message", 0.85) == 400
+    # The threshold is the model's own: 0.5 is finished.
+    assert model.wait_ms("book a cleaning", 0.5) == 400
+    assert model.wait_ms("book a cleaning", 0.49) == 800
+    # Smart mode has no voice to disagree with: the text alone.
+    smart = Endpointing(mode="smart")
+    assert smart.wait_ms("Nine o'clock would be great, thank you.", 0.02) == 200
+
+
+@pytest.mark.parametrize(
+    ("waits", "unsure"),
+    [
+        ({}, 400),
+        ({"unsure_ms": 300}, 300),
+        # Never shorter than a turn both say is over, nor longer than one both say goes on.
+        ({"complete_ms": 700}, 700),
+        ({"unsure_ms": 1000}, 800),
+        ({"unsure_ms": 1000, "incomplete_ms": 1200}, 1000),
+    ],
+)
+def test_the_middle_wait_stays_between_the_others(waits: dict[str, int], unsure: int) -> None:
+    model = Endpointing(mode="model", **waits)
+    assert model.disagreeing_ms == unsure
+    assert model.wait_ms("That works for me.", 0.1) == unsure
+    assert model.wait_ms("send me a reminder", 0.9) == unsure
+    assert model.longest_ms == max(800, waits.get("incomplete_ms", 800))
 
 
 class PausingCaller(Connection):

@@ -105,6 +105,8 @@ class Settings(BaseSettings):
     end_of_turn_ms_complete: int = Field(default=200, ge=100, le=5000)
     end_of_turn_ms_incomplete: int = Field(default=800, ge=100, le=5000)
     end_of_turn_ms_number: int = Field(default=600, ge=100, le=5000)
+    #: Model endpointing, when the voice and the words disagree on whether the turn is over.
+    end_of_turn_ms_unsure: int = Field(default=400, ge=100, le=5000)
     #: Ask the brain on a pause's words, before the turn is sure to be over; kept only when the
     #: turn ends on them (docs/voices.md#speculative-reply).
     speculative_reply: bool = True

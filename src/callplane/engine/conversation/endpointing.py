@@ -1,10 +1,10 @@
 """How long a caller's silence must last before their turn is over (docs/voices.md#end-of-turn).
 
-``silence``: always 500 ms. ``smart`` (the default): the recognised text at the first pause
-decides. A finished sentence ("I'd like to book a cleaning.") waits
-CALLPLANE_END_OF_TURN_MS_COMPLETE (200 ms); one ending in a digit ("my number is 415") waits
-…_NUMBER (600 ms: people read numbers in groups); anything else — a trailing "to", "and",
-"um", a comma, an ellipsis, no text at all — waits …_INCOMPLETE (800 ms).
+``silence``: always 500 ms. ``smart``: the recognised text at the first pause decides. A
+finished sentence ("I'd like to book a cleaning.") waits CALLPLANE_END_OF_TURN_MS_COMPLETE
+(200 ms); one ending in a digit ("my number is 415") waits …_NUMBER (600 ms: people read numbers
+in groups); anything else — a trailing "to", "and", "um", a comma, an ellipsis, no final
+punctuation, no text at all — waits …_INCOMPLETE (800 ms).
 
 Whisper punctuates nearly everything it hears, fragments included ("I'd like to."), so a final
 period alone does not make a sentence complete: a last word that cannot end an English sentence
@@ -12,11 +12,22 @@ period alone does not make a sentence complete: a last word that cannot end an E
 Italian and German counterparts) makes it incomplete whatever follows it. Words are read in any
 alphabet, and a sentence ends at the punctuation of any script Whisper writes.
 
-``model``: the end-of-turn model (``speech/turn_model.py``) hears the pause's audio while the
-recogniser reads it, and the two decide together: the turn ends after …_COMPLETE only when the
-voice sounds finished and the text does not end on a word that cannot end a sentence; a voice
-that sounds unfinished waits …_INCOMPLETE (…_NUMBER after a number). Without the model (not
-installed), ``model`` decides as ``smart`` does.
+``model`` (the default): the end-of-turn model (``speech/turn_model.py``) hears the pause's
+audio while the recogniser reads it, and the two decide together. The text alone rules when it
+says the turn goes on (a last word that cannot end a sentence, a trailing comma or ellipsis, no
+words): …_INCOMPLETE, whatever the voice. Otherwise:
+
+- a finished sentence, and the voice sounds finished: …_COMPLETE;
+- a finished sentence, and the voice sounds unfinished: …_UNSURE (400 ms);
+- words whose last one can end a sentence, without final punctuation, and the voice sounds
+  finished: …_UNSURE; sounding unfinished: …_INCOMPLETE;
+- a number: …_COMPLETE if the voice sounds finished, else …_NUMBER.
+
+When the two disagree neither is trusted alone: the model often hears a synthetic or flat voice
+as unfinished at a sentence's end, and Whisper sometimes drops a question's mark. …_UNSURE is
+longer than the pause at a comma (160-280 ms in bench/endpointing.py's corpus) and shorter than
+a pause to think mid-sentence (580-700 ms there); it is never shorter than …_COMPLETE nor longer
+than …_INCOMPLETE. Without the model (not installed), ``model`` decides as ``smart`` does.
 
 Pure: text (and the model's probability) in, milliseconds out. The listener
 (``engine.conversation.listening``) asks at each pause.
@@ -34,7 +45,10 @@ if TYPE_CHECKING:
     from callplane.settings import Settings
 
 Mode = Literal["model", "smart", "silence"]
-Kind = Literal["complete", "incomplete", "number"]
+#: ``unpunctuated``: words whose last one can end a sentence, without the punctuation that ends
+#: one ("can you send me a reminder"): smart waits on it as on ``incomplete``, model asks the
+#: voice.
+Kind = Literal["complete", "incomplete", "number", "unpunctuated"]
 
 #: ``silence`` mode's fixed wait, and when it starts recognising a pause's guess.
 SILENCE_MS = 500
@@ -77,7 +91,8 @@ _SENTENCE_ENDS = ".!?。？！؟।"
 
 
 def classify(text: str) -> Kind:
-    """What the turn's text so far sounds like: a finished sentence, a number, or neither."""
+    """What the turn's text so far sounds like: a finished sentence, a number, words that could
+    end one but are not punctuated as its end, or unfinished."""
     text = _TRAILING.sub("", text)
     if not text or text.endswith(("...", "…", ",", "-", "—", ":", ";")):
         return "incomplete"
@@ -89,7 +104,7 @@ def classify(text: str) -> Kind:
         return "number"
     if last in CONTINUATIONS:
         return "incomplete"
-    return "complete" if text[-1] in _SENTENCE_ENDS else "incomplete"
+    return "complete" if text[-1] in _SENTENCE_ENDS else "unpunctuated"
 
 
 @dataclass(frozen=True)
@@ -98,6 +113,8 @@ class Endpointing:
     complete_ms: int = 200
     incomplete_ms: int = 800
     number_ms: int = 600
+    #: ``model`` mode, when the voice and the words disagree (module docstring).
+    unsure_ms: int = 400
     #: Smart mode's guess starts this early, before even the shortest wait is over: the turn
     #: cannot end before its text is known, so recognising from 120 ms rather than 200 ms of
     #: silence brings a finished sentence's reply 80 ms sooner. A pause of 120-200 ms inside a
@@ -125,12 +142,23 @@ class Endpointing:
             return SILENCE_MS
         kind = classify(text)
         if self.mode == "model" and complete_probability is not None:
-            if complete_probability >= COMPLETE and kind != "incomplete":
-                return self.complete_ms
-            return self.number_ms if kind == "number" else self.incomplete_ms
+            finished = complete_probability >= COMPLETE
+            if kind == "complete":
+                return self.complete_ms if finished else self.disagreeing_ms
+            if kind == "unpunctuated" and finished:
+                return self.disagreeing_ms
+            if kind == "number":
+                return self.complete_ms if finished else self.number_ms
+            return self.incomplete_ms
         if kind == "complete":
             return self.complete_ms
         return self.number_ms if kind == "number" else self.incomplete_ms
+
+    @property
+    def disagreeing_ms(self) -> int:
+        """The wait when the voice and the words disagree: …_UNSURE, kept between the waits of
+        a turn both say is over and of one both say goes on (settings may move those)."""
+        return min(max(self.unsure_ms, self.complete_ms), self.incomplete_ms)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Endpointing:
@@ -140,4 +168,5 @@ class Endpointing:
             complete_ms=settings.end_of_turn_ms_complete,
             incomplete_ms=settings.end_of_turn_ms_incomplete,
             number_ms=settings.end_of_turn_ms_number,
+            unsure_ms=settings.end_of_turn_ms_unsure,
         )
