@@ -147,7 +147,7 @@ class Server:
         cmd += ["--log-level", "warning"]
         self.process = cd.start(cmd, self.env, self.work / "serve.log")
         self.sealer = None
-        if name == "on":
+        if name == "on" and not args.no_seal:
             sealer = [sys.executable, str(Path(__file__).resolve()), "--seal-loop"]
             self.sealer = cd.start(sealer, self.env, self.work / "seal.log")
         cd.wait_ready(f"{self.base}/v1/openapi.json")
@@ -215,9 +215,10 @@ def wrk(server: Server, args: argparse.Namespace, duration: int) -> dict[str, An
 
 
 def audit_events(server: Server, sealed: bool = False) -> int:
+    """Events written (sealed or pending), or only those sealed."""
     sql = "SELECT count(*) FROM audit_events"
-    if sealed:
-        sql += " WHERE seq IS NOT NULL"
+    if not sealed:
+        sql = "SELECT (SELECT count(*) FROM audit_events) + (SELECT count(*) FROM audit_pending)"
     if server.postgres:
         import asyncpg
 
@@ -306,6 +307,8 @@ def side_by_side(args: argparse.Namespace) -> None:
 async def cpu(requests: int, rounds: int) -> None:
     import fast_paths_cpu as fp
 
+    from callplane.audit.seal import seal
+
     async with fp.app_with_customers() as (app, _org, headers):
 
         async def patch(n: int) -> int:
@@ -324,6 +327,8 @@ async def cpu(requests: int, rounds: int) -> None:
                 used = time.process_time()
                 for n in range(requests):
                     await patch(n)
+                if on:  # what a worker's sealing costs the events of this round
+                    await seal(app.state.runtime.db)
                 best[on].append((time.process_time() - used) / requests * 1e6)
         switch_audit(True)
     on_us, off_us = min(best[True]), min(best[False])
@@ -352,6 +357,11 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the servers' temp dirs")
     parser.add_argument(
         "--label", default="", help="what was measured, e.g. the tree PYTHONPATH names first"
+    )
+    parser.add_argument(
+        "--no-seal",
+        action="store_true",
+        help="no sealing beside the server with the log: what the writes cost alone",
     )
     parser.add_argument("--cpu", action="store_true", help="CPU per PATCH in process instead")
     parser.add_argument("--requests", type=int, default=500, help="--cpu: PATCHes per round")

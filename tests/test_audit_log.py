@@ -1,6 +1,6 @@
 """The audit log (docs/privacy.md): every change through the API is an event in the same
-transaction, sealed into its organization's hash chain just after; GET /audit_log filters it;
-``callplane audit verify`` finds a changed or deleted event."""
+transaction, pending until it is sealed into its organization's hash chain just after;
+GET /audit_log filters it; ``callplane audit verify`` finds a changed or deleted event."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from callplane.audit.chain import Event, append
 from callplane.audit.seal import seal
 from callplane.audit.verify import verify
 from callplane.kit.tenancy import delete_owned, select_owned, update_owned
-from callplane.models.audit import AuditEvent, AuditHead
+from callplane.models.audit import AuditEvent, AuditHead, AuditPending
 from callplane.models.base import utcnow
 from tests.api_keys_support import scoped_key
 from tests.conftest import BACKEND
@@ -22,9 +22,6 @@ from tests.factories import make_org, runtime_of
 from tests.test_cli import callplane, ok_json
 
 LOG = "/v1/audit_log"
-#: PostgreSQL writes events unsealed and seals them after the commit; SQLite, one writer at a
-#: time, seals each as it is written (``audit.chain``).
-SEALED_LATER = BACKEND == "postgresql"
 AGENT = {"name": "Front desk", "config": {"prompt": "Be brief."}}
 
 
@@ -124,7 +121,13 @@ async def test_the_fast_path_patch_is_audited_in_its_own_transaction(app, client
     assert {e["resource_id"] for e in log["events"]} == {f"orders/{record_id}"}
 
 
-async def _chain(app, organization_id: int) -> tuple[list[int | None], int | None, int]:
+async def _pending(app, organization_id: int) -> int:
+    async with runtime_of(app).db.session(write=False) as session:
+        query = select_owned(AuditPending, organization_id, sa.func.count())
+        return int(await session.scalar(query) or 0)
+
+
+async def _chain(app, organization_id: int) -> tuple[list[int], int | None, int]:
     """The organization's event numbers in id order, and what verify says (first break, count)."""
     async with runtime_of(app).db.session(write=False) as session:
         seqs = (
@@ -161,10 +164,11 @@ async def test_concurrent_changes_then_one_seal_give_one_chain(app, client):
         ),
     )
     assert [a.status_code for a in answers] == [201] * 8 + [200] * 16
-    # The table, its rows, 8 agents and 16 patches: on PostgreSQL written, none sealed yet.
-    seqs, _, _ = await _chain(app, org.id)
-    assert seqs == ([None] * 26 if SEALED_LATER else list(range(1, 27)))
-    assert await seal(runtime_of(app).db, org.id) == (26 if SEALED_LATER else 0)
+    # The table, its rows, 8 agents and 16 patches: written, none sealed yet.
+    assert await _pending(app, org.id) == 26
+    assert (await _chain(app, org.id))[0] == []
+    assert await seal(runtime_of(app).db, org.id) == 26
+    assert await _pending(app, org.id) == 0
     seqs, broken, checked = await _chain(app, org.id)
     assert seqs == list(range(1, 27))
     assert broken is None and checked == 26
@@ -190,7 +194,7 @@ async def test_concurrent_seals_and_writers_never_fork_the_chain(app, client):
     assert [a.status_code for a in answers[2:8]] == [201] * 6
     sealed_by_them = answers[0] + answers[1] + answers[8]
     sealed_after = await asyncio.gather(seal(db), seal(db, org.id))
-    assert sealed_by_them + sum(sealed_after) == (12 if SEALED_LATER else 0)
+    assert sealed_by_them + sum(sealed_after) == 12
     seqs, broken, checked = await _chain(app, org.id)
     assert sorted(seqs) == list(range(1, 13))
     assert broken is None and checked == 12
@@ -201,8 +205,8 @@ async def test_concurrent_seals_and_writers_never_fork_the_chain(app, client):
 
 @pytest.mark.skipif(BACKEND != "postgresql", reason="SQLite has one writer at a time")
 async def test_an_event_committed_late_is_sealed_later_with_a_later_number(app):
-    """On PostgreSQL ids are handed out at insert, not at commit: a lower id committed after a
-    higher one was sealed gets the next number, and the chain still verifies."""
+    """On PostgreSQL ids are handed out at insert, not at commit: a lower pending id committed
+    after a higher one was sealed gets the next number, and the chain still verifies."""
     db = runtime_of(app).db
     org = await make_org(app)
 
@@ -221,11 +225,11 @@ async def test_an_event_committed_late_is_sealed_later_with_a_later_number(app):
         chain = (
             await session.execute(
                 select_owned(AuditEvent, org.id, AuditEvent.action, AuditEvent.seq).order_by(
-                    AuditEvent.id
+                    AuditEvent.seq
                 )
             )
         ).all()
-    assert [tuple(row) for row in chain] == [("late", 2), ("early", 1)]
+    assert [tuple(row) for row in chain] == [("early", 1), ("late", 2)]
     _, broken, checked = await _chain(app, org.id)
     assert broken is None and checked == 2
 
@@ -244,7 +248,7 @@ async def _changes(app, client, count: int = 4, sealed: bool = True):
     for i in range(count):
         await client.post("/v1/agents", headers=org.headers, json={**AGENT, "name": f"V{i}"})
     if sealed:
-        assert await seal(runtime_of(app).db, org.id) == (count if SEALED_LATER else 0)
+        assert await seal(runtime_of(app).db, org.id) == count
     return org
 
 
@@ -255,23 +259,17 @@ async def test_verify_seals_what_was_written_since(app, client, database_url):
 
 
 async def test_an_event_deleted_before_it_is_sealed_goes_unseen(app, client, database_url):
-    """What sealing after the commit gives up (docs/privacy.md): on PostgreSQL an event removed
-    before it has a hash leaves no gap to find. On SQLite it was sealed as it was written."""
+    """What sealing after the commit gives up (docs/privacy.md): an event removed while it is
+    pending, before it has a hash, leaves no gap to find."""
     org = await _changes(app, client, sealed=False)
     async with runtime_of(app).db.session(write=True) as session:
-        first = await session.scalar(select_owned(AuditEvent, org.id, sa.func.min(AuditEvent.id)))
-        await session.execute(delete_owned(AuditEvent, org.id).where(AuditEvent.id == first))
+        first = await session.scalar(
+            select_owned(AuditPending, org.id, sa.func.min(AuditPending.id))
+        )
+        await session.execute(delete_owned(AuditPending, org.id).where(AuditPending.id == first))
         await session.commit()
-    result = callplane(database_url, "audit", "verify", "--json")
-    if SEALED_LATER:
-        assert ok_json(result) == {
-            "ok": True,
-            "organizations": 1,
-            "events": 3,
-            "first_break": None,
-        }
-    else:
-        assert result.returncode == 1 and "event 1 is missing" in result.stdout
+    result = ok_json(callplane(database_url, "audit", "verify", "--json"))
+    assert result == {"ok": True, "organizations": 1, "events": 3, "first_break": None}
 
 
 async def test_verify_names_a_tampered_event(app, client, database_url):

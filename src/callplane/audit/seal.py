@@ -1,14 +1,15 @@
-"""Sealing: numbering and hashing the events written since, in transactions of their own.
+"""Sealing: moving the events written since into the chain, in transactions of their own.
 
-An organization's unsealed events are taken in ``id`` order, a batch at a time, under its
-chain head's lock (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the write transaction's
-lock, taken at ``BEGIN IMMEDIATE``): each gets the head's next number and the hash over the one
-before, and the head moves to the last, only if it still is where it was read (a conditional
-``UPDATE``). Two sealers of one organization therefore take turns: the second reads, once the
-first commits, the head it left and the events it did not seal. Sealing twice seals nothing the
-second time. The chain's order is the order sealing found the events in, kept as ``seq``; on
-PostgreSQL ``id`` is not the commit order, so an event committed after a higher id was sealed
-is simply sealed in a later batch, with a later number (``verify`` follows ``seq``).
+An organization's pending events are taken in ``id`` order, a batch at a time, under its chain
+head's lock (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the write transaction's lock, taken
+at ``BEGIN IMMEDIATE``): each gets the head's next number and the hash over the one before, is
+inserted into ``audit_events`` and deleted from ``audit_pending``, and the head moves to the last,
+only if it still is where it was read (a conditional ``UPDATE``). Two sealers of one organization
+therefore take turns: the second reads, once the first commits, the head it left and the events
+it did not seal. Sealing twice seals nothing the second time. The chain's order is the order
+sealing found the events in, kept as ``seq``; on PostgreSQL ``id`` is not the commit order, so
+an event committed after a higher id was sealed is simply sealed in a later batch, with a later
+number (``verify`` follows ``seq``).
 
 Events are sealed by the workers' AUDIT_SEAL task every ``INTERVAL_SECONDS``, by
 ``GET /audit_log`` before it reads, and by ``callplane audit verify`` before it checks. Until
@@ -17,16 +18,19 @@ then an event has no hash: one deleted before it is sealed leaves no trace (``do
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Callable
+from typing import cast
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from callplane.audit.chain import FIELDS, GENESIS, Event, chain_hash
-from callplane.kit.db import Database, dialect_insert
-from callplane.kit.tenancy import across_organizations, owned_by, select_owned, update_owned
-from callplane.models.audit import AuditEvent, AuditHead
+from callplane.kit.db import Database
+from callplane.kit.driver import Db, driver_of, fixed_statement
+from callplane.kit.tenancy import across_organizations, owned_by, select_owned
+from callplane.models.audit import AuditEvent, AuditHead, AuditPending
 
 #: Events per sealing transaction.
 BATCH = 500
@@ -35,6 +39,9 @@ BATCH = 500
 INTERVAL_SECONDS = 1.0
 
 _EVENTS = cast(sa.Table, AuditEvent.__table__)
+_PENDING = cast(sa.Table, AuditPending.__table__)
+_HEADS = cast(sa.Table, AuditHead.__table__)
+_org: sa.BindParameter[int] = sa.bindparam("organization_id")
 _REASON = "sealing finds every organization with events written since the last seal"
 
 
@@ -43,85 +50,98 @@ class HeadMoved(RuntimeError):
 
 
 async def unsealed_organizations(session: AsyncSession) -> list[int]:
-    query = sa.select(AuditEvent.organization_id).where(AuditEvent.seq.is_(None)).distinct()
+    query = sa.select(AuditPending.organization_id).distinct()
     found = await session.scalars(across_organizations(query, _REASON))
     return sorted(found)
 
 
 async def has_unsealed(session: AsyncSession, organization_id: int) -> bool:
-    query = select_owned(AuditEvent, organization_id, AuditEvent.id).where(AuditEvent.seq.is_(None))
+    query = select_owned(AuditPending, organization_id, AuditPending.id)
     return await session.scalar(query.limit(1)) is not None
 
 
-async def seal_batch(session: AsyncSession, organization_id: int, limit: int = BATCH) -> int:
-    """Seal the organization's oldest unsealed events (at most ``limit``) in ``session``'s
-    write transaction, which the caller commits; how many were sealed."""
-    org = organization_id
-    start = dialect_insert(session, AuditHead.__table__).values(
-        organization_id=org, seq=0, hash=GENESIS
+# Sealing runs on the driver connection (``kit.driver``): a batch is a few hundred rows, and
+# through the session each row's parameters would cost more than the database's work on it.
+
+
+def _start_for(dialect: Dialect) -> Callable[[], sa.ClauseElement]:
+    insert = postgresql.insert if dialect.name == "postgresql" else sqlite.insert
+
+    def build() -> sa.ClauseElement:
+        return (
+            insert(_HEADS)
+            .values(organization_id=_org, seq=0, hash=GENESIS)
+            .on_conflict_do_nothing(index_elements=["organization_id"])
+        )
+
+    return build
+
+
+def _lock_head() -> sa.ClauseElement:
+    return sa.select(_HEADS.c.seq, _HEADS.c.hash).where(owned_by(_HEADS, _org)).with_for_update()
+
+
+def _take() -> sa.ClauseElement:
+    """The batch's pending events, removed and returned (in no particular order)."""
+    oldest = (
+        sa.select(_PENDING.c.id)
+        .where(owned_by(_PENDING, _org))
+        .order_by(_PENDING.c.id)
+        .limit(sa.bindparam("batch", type_=sa.Integer()))
     )
-    await session.execute(start.on_conflict_do_nothing(index_elements=["organization_id"]))
+    return (
+        sa.delete(_PENDING)
+        .where(owned_by(_PENDING, _org), _PENDING.c.id.in_(oldest))
+        .returning(_PENDING.c.id, *(_PENDING.c[name] for name in FIELDS))
+    )
+
+
+def _record_sealed() -> sa.ClauseElement:
+    names = (*FIELDS, "seq", "hash")
+    return sa.insert(_EVENTS).values({name: sa.bindparam(name) for name in names})
+
+
+def _advance() -> sa.ClauseElement:
+    return (
+        sa.update(_HEADS)
+        .where(owned_by(_HEADS, _org), _HEADS.c.seq == sa.bindparam("was"))
+        .values(seq=sa.bindparam("seq"), hash=sa.bindparam("hash"))
+        .returning(_HEADS.c.seq)
+    )
+
+
+async def seal_batch(db: Db, organization_id: int, limit: int = BATCH) -> int:
+    """Seal the organization's oldest pending events (at most ``limit``) in ``db``'s write
+    transaction, which the caller commits; how many were sealed."""
+    driver = await driver_of(db)
+    dialect = driver.dialect
+    org = {"organization_id": organization_id}
+    await driver.scalar(fixed_statement("audit.start", dialect, _start_for(dialect)), org)
     # The lock comes first: what is read after it is what the previous sealer committed.
-    head = (
-        await session.execute(
-            select_owned(AuditHead, org, AuditHead.seq, AuditHead.hash).with_for_update()
-        )
-    ).one()
-    columns = [_EVENTS.c.id, *(_EVENTS.c[name] for name in FIELDS)]
-    rows = (
-        await session.execute(
-            sa.select(*columns)
-            .where(owned_by(_EVENTS, org), _EVENTS.c.seq.is_(None))
-            .order_by(_EVENTS.c.id)
-            .limit(limit)
-        )
-    ).all()
-    if not rows:
+    head = await driver.fetchone(fixed_statement("audit.lock_head", dialect, _lock_head), org)
+    assert head is not None  # started above
+    taken = await driver.fetchall(
+        fixed_statement("audit.take", dialect, _take), {**org, "batch": limit}
+    )
+    if not taken:
         return 0
-    seq, previous = int(head.seq), str(head.hash)
-    sealed: list[dict[str, Any]] = []
-    for row in rows:
+    taken.sort(key=lambda row: row["id"])
+    seq, previous = int(head["seq"]), str(head["hash"])
+    for row in taken:
+        del row["id"]
         seq += 1
-        previous = chain_hash(previous, Event(**{name: row._mapping[name] for name in FIELDS}), seq)
-        sealed.append({"event_id": row.id, "new_seq": seq, "new_hash": previous})
-    await _number(session, org, sealed)
-    moved = await session.execute(
-        update_owned(AuditHead, org)
-        .where(AuditHead.seq == head.seq)
-        .values(seq=seq, hash=previous)
-        .execution_options(synchronize_session=False)
+        previous = chain_hash(previous, Event(**row), seq)
+        row["seq"], row["hash"] = seq, previous
+    await driver.executemany(fixed_statement("audit.record_sealed", dialect, _record_sealed), taken)
+    moved = await driver.scalar(
+        fixed_statement("audit.advance", dialect, _advance),
+        {**org, "was": head["seq"], "seq": seq, "hash": previous},
     )
-    if getattr(moved, "rowcount", 1) != 1:
-        raise HeadMoved(f"organization {org}: the audit chain's head moved while sealing")
-    return len(sealed)
-
-
-async def _number(session: AsyncSession, org: int, sealed: list[dict[str, Any]]) -> None:
-    """Write the events' numbers and hashes: on PostgreSQL in one statement (``unnest`` of
-    three arrays), elsewhere one row at a time."""
-    if session.get_bind().dialect.name != "postgresql":
-        await session.execute(
-            sa.update(_EVENTS)
-            .where(owned_by(_EVENTS, org), _EVENTS.c.id == sa.bindparam("event_id"))
-            .values(seq=sa.bindparam("new_seq"), hash=sa.bindparam("new_hash")),
-            sealed,
+    if moved is None:
+        raise HeadMoved(
+            f"organization {organization_id}: the audit chain's head moved while sealing"
         )
-        return
-    arrays = [
-        sa.bindparam(name, [row[name] for row in sealed], type_=ARRAY(type_))
-        for name, type_ in (("event_id", sa.Integer()), ("new_seq", sa.Integer()))
-    ]
-    hashes = sa.bindparam("new_hash", [row["new_hash"] for row in sealed], type_=ARRAY(sa.Text()))
-    values = (
-        sa.func.unnest(*arrays, hashes)
-        .table_valued("event_id", "new_seq", "new_hash")
-        .render_derived(name="sealed")
-    )
-    await session.execute(
-        sa.update(_EVENTS)
-        .where(owned_by(_EVENTS, org), _EVENTS.c.id == values.c.event_id)
-        .values(seq=values.c.new_seq, hash=values.c.new_hash)
-    )
+    return len(taken)
 
 
 async def seal(db: Database, organization_id: int | None = None) -> int:

@@ -65,7 +65,7 @@ async def _verify_organization(session: AsyncSession, head: AuditHead) -> tuple[
                 ip=row.ip,
                 request_id=row.request_id,
             )
-            if row.hash is None or chain_hash(previous, event, row.seq) != row.hash:
+            if chain_hash(previous, event, row.seq) != row.hash:
                 return checked, Break(org, row.seq, "does not fit: its hash does not match")
             previous, expected, checked = row.hash, expected + 1, checked + 1
         if len(rows) < _PAGE:

@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from callplane.kit import jsonvalues, sqlite_functions, wiretext
+from callplane.kit import jsonvalues, wiretext
 from callplane.kit.sqlite_inline import InlineConnection, begin_immediate, released
 
 _Processor = Callable[[Any], Any] | None
@@ -174,6 +174,10 @@ class DriverConnection:
         """The result of a ``SELECT count(*)`` statement."""
         return int(await self.scalar(prepared, values) or 0)
 
+    async def executemany(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
+        """One statement run once per row, as one driver call."""
+        raise NotImplementedError
+
 
 #: Exact counts a SQLite connection keeps (see ``_Sqlite.count``).
 KEPT_COUNTS = 64
@@ -207,6 +211,14 @@ class _Sqlite(DriverConnection):
     async def scalar(self, prepared: Prepared, values: Mapping[str, Any]) -> Any:
         row = self._run(prepared, values).fetchone()
         return None if row is None else row[0]
+
+    async def executemany(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
+        arguments = [prepared.arguments(values) for values in rows]
+        self.executed += 1
+        try:
+            self._conn.executemany(prepared.sql, arguments)
+        except sqlite3.Error as error:
+            raise exc.DBAPIError.instance(prepared.sql, arguments, error, sqlite3.Error) from error
 
     async def count(self, prepared: Prepared, values: Mapping[str, Any]) -> int:
         """An exact count over many rows (a list's ``total_count``) walks every matching index
@@ -284,6 +296,14 @@ class _Postgres(DriverConnection):
         except (asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             raise _postgres_error(prepared, arguments, error) from error
 
+    async def executemany(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
+        arguments = [prepared.arguments(values) for values in rows]
+        self.executed += 1
+        try:
+            await self._conn.executemany(prepared.sql, arguments)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            raise _postgres_error(prepared, arguments, error) from error
+
 
 async def driver_connection(session: AsyncSession) -> DriverConnection:
     """The driver connection of ``session``'s transaction (begun here when it was not yet)."""
@@ -343,7 +363,6 @@ class SqlitePool:
 
     def _open(self) -> _Sqlite:
         conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        sqlite_functions.install(conn)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")

@@ -28,8 +28,6 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from callplane.kit import sqlite_functions
-
 #: How long a writer waits for the write lock before giving up ("database is locked").
 LOCK_WAIT_SECONDS = 10.0
 _FIRST_PAUSE = 0.0005
@@ -212,7 +210,6 @@ def inline_connector(path: str, busy_timeout_ms: int) -> Callable[[], Any]:
     async def connect() -> InlineConnection:
         # isolation_level=None: transactions are begun explicitly (see callplane.kit.db).
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        sqlite_functions.install(conn)
         return InlineConnection(conn, busy_timeout_ms)
 
     return connect

@@ -1,9 +1,10 @@
 """The audit log: one hash chain of events per organization (``callplane.audit``).
 
-An event is inserted in the transaction of the change it records, unsealed: without its chain
-number (``seq``) and ``hash``. Sealing (``audit.seal``), in short transactions of its own just
-after, numbers an organization's unsealed events 1, 2, 3… with no gap, in ``id`` order, and
-hashes each over the one before, so a changed, removed or inserted sealed event shows when the
+An event is first a pending row (``AuditPending``), inserted in the transaction of the change it
+records: one row in a table with no index but its key, so recording costs a write little.
+Sealing (``audit.seal``), in short transactions of its own just after, moves an organization's
+pending events into the chain (``AuditEvent``): numbered 1, 2, 3… with no gap, in pending ``id``
+order, each hashed over the one before, so a changed, removed or inserted event shows when the
 chain is recomputed. The chain's head (its last number and hash) is a row of its own that only
 sealing reads and writes, under its row lock (PostgreSQL) or the write lock (SQLite): sealers
 queue rather than fork the chain, writers never wait on it, and an event removed from the end
@@ -14,26 +15,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-import sqlalchemy as sa
 from sqlalchemy import ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from callplane.models.base import Base
-
-_UNSEALED = sa.text("seq IS NULL")
 
 
 class AuditEvent(Base):
     __tablename__ = "audit_events"
     __table_args__ = (
         Index("ix_audit_events_organization_id_seq", "organization_id", "seq", unique=True),
-        Index(
-            "ix_audit_events_unsealed",
-            "organization_id",
-            "id",
-            sqlite_where=_UNSEALED,
-            postgresql_where=_UNSEALED,
-        ),
         Index("ix_audit_events_organization_id_at", "organization_id", "at"),
         Index("ix_audit_events_organization_id_actor_seq", "organization_id", "actor", "seq"),
         Index("ix_audit_events_organization_id_action_seq", "organization_id", "action", "seq"),
@@ -45,12 +36,10 @@ class AuditEvent(Base):
         ),
     )
 
-    #: The order events are sealed in (on PostgreSQL not the order they commit in: an event
-    #: committed late is sealed in a later batch).
     id: Mapped[int] = mapped_column(primary_key=True)
     organization_id: Mapped[int] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
-    #: The event's number in its organization's chain, once sealed.
-    seq: Mapped[int | None] = mapped_column(Integer)
+    #: The event's number in its organization's chain.
+    seq: Mapped[int] = mapped_column(Integer)
     at: Mapped[datetime]
     actor: Mapped[str] = mapped_column(String(300))
     action: Mapped[str] = mapped_column(String(100))
@@ -58,7 +47,26 @@ class AuditEvent(Base):
     resource_id: Mapped[str | None] = mapped_column(String(300))
     ip: Mapped[str | None] = mapped_column(String(64))
     request_id: Mapped[str | None] = mapped_column(String(64))
-    hash: Mapped[str | None] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class AuditPending(Base):
+    """An event written and not yet sealed. Its ``id`` is the order sealing takes events in (on
+    PostgreSQL not the order they commit in: an event committed late is sealed in a later batch).
+    No index but the key: the table holds what was written in the last second or so, and every
+    index would be one more page written by each change."""
+
+    __tablename__ = "audit_pending"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    organization_id: Mapped[int] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    at: Mapped[datetime]
+    actor: Mapped[str] = mapped_column(String(300))
+    action: Mapped[str] = mapped_column(String(100))
+    resource_type: Mapped[str] = mapped_column(String(50))
+    resource_id: Mapped[str | None] = mapped_column(String(300))
+    ip: Mapped[str | None] = mapped_column(String(64))
+    request_id: Mapped[str | None] = mapped_column(String(64))
 
 
 class AuditHead(Base):
