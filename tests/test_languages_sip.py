@@ -13,6 +13,7 @@ from callplane.speech.synthesis import EspeakSynthesizer
 from callplane.speech.transcriber import shared_transcriber
 from tests.conftest import AppFactory, client_for
 from tests.factories import make_org, runtime_of
+from tests.hearing import heard_enough_of
 from tests.llm_stub import Reply, StubLLM
 from tests.sipp_peer import answer_scenario, pcmu_file, requires_sipp, start_sipp, wav_channels
 from tests.test_sip_calls import TERMINAL, _place, _recording, _sip_app, _until
@@ -77,7 +78,7 @@ async def test_a_spanish_caller_is_understood_and_answered_in_spanish(
     heard = user["text"].lower()
     # Whisper base makes a fair few errors on espeak-ng's Spanish at 8 kHz ("miernes"), but it
     # hears Spanish words, not English gibberish.
-    assert "mesa" in heard and "para" in heard, heard
+    assert heard_enough_of(SPANISH, heard), heard
     assert user["language"] == "es"
     assert "Spanish" in _system(request)
     [reply] = [e for e in call["transcripts"] if e["role"] == "assistant" and e["text"]]
@@ -116,7 +117,7 @@ async def test_auto_switches_to_spanish_on_a_sentence_not_on_a_lone_si(
     assert english["language"] == "en"
     # One word is not enough to switch, however sure the model is of its language.
     assert len(yes["text"].split()) < 3 and yes["language"] == "en", yes
-    assert spanish["language"] == "es" and "mesa" in spanish["text"].lower(), spanish
+    assert spanish["language"] == "es" and heard_enough_of(SPANISH, spanish["text"]), spanish
     # The last request of each turn (one asked on a pause's words, a speculative reply, may
     # come before it: the end-of-turn model waits longer after some pauses, time to ask).
     asked = {_users(r): r for r in streamed}

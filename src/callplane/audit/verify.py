@@ -76,7 +76,7 @@ async def _verify_organization(session: AsyncSession, head: AuditHead) -> tuple[
 
 
 async def seal_all(session: AsyncSession, organization_id: int | None = None) -> int:
-    """Seal every unsealed event (of one organization, or of all) in ``session``'s write
+    """Seal every pending event (of one organization, or of all) in ``session``'s write
     transaction; how many."""
     organizations = (
         [organization_id] if organization_id is not None else await unsealed_organizations(session)

@@ -21,7 +21,20 @@ from sqlalchemy.orm import Mapped, mapped_column
 from callplane.models.base import Base
 
 
-class AuditEvent(Base):
+class _EventFields:
+    """What an event says, pending or sealed (``audit.chain.FIELDS``, the hash's body)."""
+
+    organization_id: Mapped[int] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    at: Mapped[datetime]
+    actor: Mapped[str] = mapped_column(String(300))
+    action: Mapped[str] = mapped_column(String(100))
+    resource_type: Mapped[str] = mapped_column(String(50))
+    resource_id: Mapped[str | None] = mapped_column(String(300))
+    ip: Mapped[str | None] = mapped_column(String(64))
+    request_id: Mapped[str | None] = mapped_column(String(64))
+
+
+class AuditEvent(_EventFields, Base):
     __tablename__ = "audit_events"
     __table_args__ = (
         Index("ix_audit_events_organization_id_seq", "organization_id", "seq", unique=True),
@@ -37,20 +50,12 @@ class AuditEvent(Base):
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    organization_id: Mapped[int] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
     #: The event's number in its organization's chain.
     seq: Mapped[int] = mapped_column(Integer)
-    at: Mapped[datetime]
-    actor: Mapped[str] = mapped_column(String(300))
-    action: Mapped[str] = mapped_column(String(100))
-    resource_type: Mapped[str] = mapped_column(String(50))
-    resource_id: Mapped[str | None] = mapped_column(String(300))
-    ip: Mapped[str | None] = mapped_column(String(64))
-    request_id: Mapped[str | None] = mapped_column(String(64))
     hash: Mapped[str] = mapped_column(String(64))
 
 
-class AuditPending(Base):
+class AuditPending(_EventFields, Base):
     """An event written and not yet sealed. Its ``id`` is the order sealing takes events in (on
     PostgreSQL not the order they commit in: an event committed late is sealed in a later batch).
     No index but the key: the table holds what was written in the last second or so, and every
@@ -59,14 +64,6 @@ class AuditPending(Base):
     __tablename__ = "audit_pending"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    organization_id: Mapped[int] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
-    at: Mapped[datetime]
-    actor: Mapped[str] = mapped_column(String(300))
-    action: Mapped[str] = mapped_column(String(100))
-    resource_type: Mapped[str] = mapped_column(String(50))
-    resource_id: Mapped[str | None] = mapped_column(String(300))
-    ip: Mapped[str | None] = mapped_column(String(64))
-    request_id: Mapped[str | None] = mapped_column(String(64))
 
 
 class AuditHead(Base):
