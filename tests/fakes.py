@@ -39,6 +39,30 @@ from callplane.tools.toolbox import Toolbox
 PATIENCE = 5.0
 
 
+class ListeningLine(Connection):
+    """A line whose far end only speaks (``frames``, a subclass's): the agent's audio goes
+    nowhere, and the call ends from the far end. For tests of one part of the engine."""
+
+    def __init__(self) -> None:
+        super().__init__(media="audio")
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        return
+        yield
+
+    async def play(self, frame: Frame) -> None:
+        pass
+
+    async def interrupt(self) -> None:
+        pass
+
+    async def hangup(self) -> None:
+        pass
+
+    async def wait_ended(self) -> EndedBy:
+        return "remote"
+
+
 class FakeConnection(Connection):
     def __init__(self, answered_by: Any = "human", media: Any = "audio") -> None:
         super().__init__(media=media, answered_by=answered_by)

@@ -16,8 +16,9 @@ from callplane.engine.conversation.endpointing import Endpointing, classify
 from callplane.engine.conversation.listening import CallerSaid, Listener
 from callplane.settings import Settings
 from callplane.speech.synthesis import EspeakSynthesizer
-from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame
+from callplane.telephony.base import FRAME_BYTES, AudioFrame, Frame
 from tests.audio import transcriber
+from tests.fakes import ListeningLine
 
 
 @pytest.mark.parametrize(
@@ -139,13 +140,13 @@ def test_the_middle_wait_stays_between_the_others(waits: dict[str, int], unsure:
     assert model.longest_ms == max(800, waits.get("incomplete_ms", 800))
 
 
-class PausingCaller(Connection):
+class PausingCaller(ListeningLine):
     """Speech sent as fast as it is read; pauses as nothing sent, for as long as they last.
     After the last part the line stays open (silent) until the test has heard the last turn:
     recognition on a busy machine may take seconds, and a hang-up would cut it short."""
 
     def __init__(self, parts: list[bytes | float]) -> None:
-        super().__init__(media="audio")
+        super().__init__()
         self._parts = parts
         self.heard_all = asyncio.Event()
         self.last_speech_at = 0.0
@@ -159,18 +160,6 @@ class PausingCaller(Connection):
                 yield AudioFrame(part[offset : offset + FRAME_BYTES])
             self.last_speech_at = time.monotonic()
         await asyncio.wait_for(self.heard_all.wait(), timeout=60)
-
-    async def play(self, frame: Frame) -> None:
-        pass
-
-    async def interrupt(self) -> None:
-        pass
-
-    async def hangup(self) -> None:
-        pass
-
-    async def wait_ended(self) -> EndedBy:
-        return "remote"
 
 
 def _said(text: str) -> bytes:

@@ -17,7 +17,8 @@ from callplane.engine.conversation.endpointing import Endpointing
 from callplane.engine.conversation.listening import CallerSaid, Listener
 from callplane.speech.base import Segment, Transcriber
 from callplane.speech.vad import TurnDetector, TurnEnded, TurnEvent
-from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame
+from callplane.telephony.base import FRAME_BYTES, AudioFrame, Frame
+from tests.fakes import ListeningLine
 
 SPEECH_FRAMES, PAUSE_FRAMES, SILENT_FRAMES = 10, 6, 60  # 20 ms frames; the guess fires at 6
 
@@ -88,12 +89,12 @@ class Noted(Endpointing):
         return wait
 
 
-class Caller(Connection):
+class Caller(ListeningLine):
     """Speaks, pauses, and once the pause's words and voice have both been judged, stays silent
     long enough for any wait to end the turn."""
 
     def __init__(self, *judged: threading.Event) -> None:
-        super().__init__(media="audio")
+        super().__init__()
         self._judged = judged
 
     async def frames(self) -> AsyncIterator[Frame]:
@@ -105,18 +106,6 @@ class Caller(Connection):
         for _ in range(SILENT_FRAMES):
             await asyncio.sleep(0.001)
             yield frame
-
-    async def play(self, frame: Frame) -> None:
-        pass
-
-    async def interrupt(self) -> None:
-        pass
-
-    async def hangup(self) -> None:
-        pass
-
-    async def wait_ended(self) -> EndedBy:
-        return "remote"
 
 
 async def _turn(

@@ -13,7 +13,8 @@ import pytest
 from callplane.engine.conversation.listening import CallerSaid, Listener
 from callplane.speech.base import Segment, Transcriber
 from callplane.speech.vad import TurnDetector, TurnEnded, TurnEvent
-from callplane.telephony.base import FRAME_BYTES, AudioFrame, Connection, EndedBy, Frame
+from callplane.telephony.base import FRAME_BYTES, AudioFrame, Frame
+from tests.fakes import ListeningLine
 
 
 class Scripted:
@@ -60,26 +61,14 @@ class Lengths(Transcriber):
         return [Segment(text=f"{len(pcm)} bytes", start=0.0, end=1.0, confidence=1.0)]
 
 
-class Frames(Connection):
+class Frames(ListeningLine):
     def __init__(self, count: int) -> None:
-        super().__init__(media="audio")
+        super().__init__()
         self._count = count
 
     async def frames(self) -> AsyncIterator[Frame]:
         for _ in range(self._count):
             yield AudioFrame(bytes(FRAME_BYTES))
-
-    async def play(self, frame: Frame) -> None:
-        pass
-
-    async def interrupt(self) -> None:
-        pass
-
-    async def hangup(self) -> None:
-        pass
-
-    async def wait_ended(self) -> EndedBy:
-        return "remote"
 
 
 SPEECH, PAUSE, END = "1" * 10, "0" * 15, "0" * 30  # 20 ms frames: the pause guess fires at 12

@@ -5,33 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
 
 from callplane.engine.conversation.reply import Reply
 from callplane.engine.conversation.speaking import Speaker
 from callplane.speech.base import Synthesizer
-from callplane.telephony.base import SAMPLE_WIDTH, Connection, EndedBy, Frame
-
-
-class Line(Connection):
-    def __init__(self) -> None:
-        super().__init__(media="audio")
-
-    async def frames(self) -> AsyncIterator[Frame]:
-        return
-        yield
-
-    async def play(self, frame: Frame) -> None:
-        pass
-
-    async def interrupt(self) -> None:
-        pass
-
-    async def hangup(self) -> None:
-        pass
-
-    async def wait_ended(self) -> EndedBy:
-        return "remote"
+from callplane.telephony.base import SAMPLE_WIDTH
+from tests.fakes import ListeningLine
 
 
 class SharedVoice(Synthesizer):
@@ -52,7 +31,7 @@ class SharedVoice(Synthesizer):
 
 async def test_a_later_sentence_waits_for_another_callers_first() -> None:
     voice = SharedVoice()
-    first_caller, second_caller = Speaker(Line(), voice), Speaker(Line(), voice)
+    first_caller, second_caller = Speaker(ListeningLine(), voice), Speaker(ListeningLine(), voice)
     answer = Reply()
     await first_caller.say(answer, "Of course.")  # ten seconds to hear: the next has slack
 
@@ -73,7 +52,7 @@ async def test_a_later_sentence_waits_for_another_callers_first() -> None:
 
 async def test_a_later_sentence_without_slack_does_not_wait() -> None:
     voice = SharedVoice()
-    first_caller, second_caller = Speaker(Line(), voice), Speaker(Line(), voice)
+    first_caller, second_caller = Speaker(ListeningLine(), voice), Speaker(ListeningLine(), voice)
     answer = Reply()
     answer.sentences.append((0.0, "said long ago"))  # nothing left playing: no slack
     opening = asyncio.create_task(second_caller.say(Reply(), "hold: the second caller's first"))
@@ -91,7 +70,7 @@ async def test_a_later_sentence_without_slack_does_not_wait() -> None:
 
 async def test_a_first_sentence_is_heard_from_its_first_clause() -> None:
     voice = SharedVoice()
-    speaker = Speaker(Line(), voice)
+    speaker = Speaker(ListeningLine(), voice)
     reply = Reply()
     await speaker.say(reply, "Of course, I can do that for you.")
     await speaker.say(reply, "Is there anything else, anything at all, I can help with?")
