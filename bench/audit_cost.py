@@ -185,6 +185,31 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
+def _machine_busy() -> float:
+    """Seconds the machine's CPUs were busy (user, nice, system, irq, softirq) since boot."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def _postgres_cpu() -> float:
+    """CPU time of every PostgreSQL process (0 where none runs: SQLite)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if "(postgres)" not in stat:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
 def _children(pid: int) -> list[int]:
     try:
         found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
@@ -200,13 +225,22 @@ def wrk(server: Server, args: argparse.Namespace, duration: int) -> dict[str, An
     cmd += ["--", method, path, body]
     env = {**os.environ, "BENCH_AUTH": f"Bearer {server.key}", "ID_FMT": "%d", "ID_MAX": "100000"}
     used = _cpu_seconds(server.process.pid)
+    pg = _postgres_cpu()
+    machine = _machine_busy()
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     used = _cpu_seconds(server.process.pid) - used
+    pg = _postgres_cpu() - pg
+    machine = _machine_busy() - machine
     for line in out.splitlines():
         if line.startswith("BENCH_JSON "):
             result: dict[str, Any] = json.loads(line.removeprefix("BENCH_JSON "))
             # What the server spent on each request: barely moved by the machine's load.
             result["server_cpu_us"] = round(used / max(result["requests"], 1) * 1e6, 1)
+            # PostgreSQL's processes, all of them: on a machine doing nothing else, the server's.
+            result["pg_cpu_us"] = round(pg / max(result["requests"], 1) * 1e6, 1)
+            # Everything this machine ran (wrk, servers, sealer, PostgreSQL), steal left out:
+            # on a machine busy only with the bench, what bounds its req/s.
+            result["machine_cpu_us"] = round(machine / max(result["requests"], 1) * 1e6, 1)
             errors = sum(result[k] for k in ("err_connect", "err_read", "err_write", "non_2xx"))
             if errors:
                 raise RuntimeError(f"{server.name}: {errors} errors or non-2xx answers\n{out}")
@@ -262,6 +296,14 @@ def side_by_side(args: argparse.Namespace) -> None:
                 f"(p50 {measured['off']['p50_us'] / 1000:5.1f} ms, "
                 f"load {measured['off']['load1']})  ratio {ratio:.3f}  server CPU per request "
                 f"{measured['on']['server_cpu_us']:.0f} / {measured['off']['server_cpu_us']:.0f} µs"
+                f", machine CPU {measured['on']['machine_cpu_us']:.0f} / "
+                f"{measured['off']['machine_cpu_us']:.0f} µs"
+                + (
+                    f", PostgreSQL CPU {measured['on']['pg_cpu_us']:.0f} / "
+                    f"{measured['off']['pg_cpu_us']:.0f} µs"
+                    if args.database == "postgresql"
+                    else ""
+                )
             )
         # The log was written: every PATCH with it left an event, none without it.
         events = {name: audit_events(server) for name, server in servers.items()}
@@ -276,6 +318,9 @@ def side_by_side(args: argparse.Namespace) -> None:
     cpu_ratio = statistics.median(
         r["on"]["server_cpu_us"] / r["off"]["server_cpu_us"] for r in rounds
     )
+    machine_ratio = statistics.median(
+        r["off"]["machine_cpu_us"] / r["on"]["machine_cpu_us"] for r in rounds
+    )
     summary = {
         "ts": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": cd.commit(),
@@ -285,6 +330,7 @@ def side_by_side(args: argparse.Namespace) -> None:
         "median_ratio": round(statistics.median(ratios), 3),
         "pooled_ratio": round(pooled, 3),
         "server_cpu_ratio": round(cpu_ratio, 3),
+        "machine_cpu_ratio": round(machine_ratio, 3),
         "ratios": [round(r, 3) for r in ratios],
         "load1": [r[name]["load1"] for r in rounds for name in ("on", "off")],
         "rounds": rounds,
@@ -296,7 +342,8 @@ def side_by_side(args: argparse.Namespace) -> None:
         f"{args.database}, commit {summary['commit']} {args.label}: with / without the log = "
         f"{summary['median_ratio']} (median of {len(ratios)} rounds), {summary['pooled_ratio']} "
         f"(pooled); cost {1 - summary['median_ratio']:.1%}; server CPU per request with / "
-        f"without {summary['server_cpu_ratio']}; 1-min load "
+        f"without {summary['server_cpu_ratio']}; machine CPU per request without / with "
+        f"{summary['machine_cpu_ratio']}; 1-min load "
         f"{min(summary['load1'])}-{max(summary['load1'])}"
     )
 

@@ -376,3 +376,107 @@ async def test_workers_seal_side_by_side(app, client):
     seqs, broken, checked = await _chain(app, org.id)
     assert seqs == [1, 2, 3, 4, 5]
     assert broken is None and checked == 5
+
+
+async def test_a_fast_path_change_is_rolled_back_when_its_event_is_refused_at_commit(app, client):
+    """The fast path's event goes with its COMMIT on PostgreSQL: when the database refuses the
+    event, the change is not committed either, and the connection serves the next request."""
+    org = await make_org(app)
+    table = {"name": "orders", "columns": [{"name": "note", "type": "TEXT"}]}
+    assert (
+        await client.post("/v1/data/tables", headers=org.headers, json=table)
+    ).status_code == 201
+    rows = await client.post(
+        "/v1/data/orders", headers=org.headers, json={"records": [{"note": "a"}]}
+    )
+    record = f"/v1/data/orders/{rows.json()['records'][0]['id']}"
+    assert (await client.patch(record, headers=org.headers, json={"note": "b"})).status_code == 200
+    refuse, allow = _refusal("custom_data.patch_record")
+    db = runtime_of(app).db
+    async with db.session(write=True) as session:
+        for statement in refuse:
+            await session.execute(sa.text(statement))
+        await session.commit()
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+        refused = await c.patch(record, headers=org.headers, json={"note": "c"})
+    assert refused.status_code == 500
+    async with db.session(write=True) as session:
+        await session.execute(sa.text(allow))
+        await session.commit()
+    assert (await client.get(record, headers=org.headers)).json()["record"]["note"] == "b"
+    assert (await client.patch(record, headers=org.headers, json={"note": "d"})).status_code == 200
+    assert (await client.get(record, headers=org.headers)).json()["record"]["note"] == "d"
+    log = (
+        await client.get(LOG, headers=org.headers, params={"action": "custom_data.patch_record"})
+    ).json()
+    assert log["total_count"] == 2
+
+
+def _refusal(action: str) -> tuple[list[str], str]:
+    """Statements that make the database refuse events of ``action``, and the one undoing it."""
+    if BACKEND == "postgresql":
+        check = f"ALTER TABLE audit_pending ADD CONSTRAINT refuse CHECK (action <> '{action}')"
+        return [check + " NOT VALID"], "ALTER TABLE audit_pending DROP CONSTRAINT refuse"
+    trigger = (
+        "CREATE TRIGGER refuse BEFORE INSERT ON audit_pending "
+        f"WHEN NEW.action = '{action}' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+    )
+    return [trigger], "DROP TRIGGER refuse"
+
+
+@pytest.mark.parametrize("own", [True, False], ids=["own transaction", "session"])
+async def test_an_event_is_stored_as_written_whatever_its_text(app, own):
+    """Quotes, backslashes, placeholders, percent signs and any script are stored as they were
+    written (on PostgreSQL's fast path they are written into the SQL sent with the COMMIT);
+    a NUL, which PostgreSQL text cannot hold, becomes U+FFFD on both databases."""
+    org = await make_org(app)
+    runtime = runtime_of(app)
+    hostile = "o'brien\\'; DROP TABLE audit_events; -- $1 $$ %s %(x)s ☃ \U0001f600 e\u0301"
+    event = Event(org.id, utcnow(), "user:o'brien@example.com", "test.write", "test", hostile)
+    with_nul = Event(org.id, utcnow(), "system", "test.nul", "test", "a\x00b")
+    pool = runtime.own_transactions
+    if own and pool is not None:
+        connection = await pool.begin(write=True)
+        await append(connection, event)
+        await append(connection, with_nul)
+        await pool.end(connection, commit=True)
+    else:
+        async with runtime.db.session(write=True) as session:
+            await append(session, event)
+            await append(session, with_nul)
+            await session.commit()
+    assert await seal(runtime.db, org.id) == 2
+    async with runtime.db.session(write=False) as session:
+        stored = (
+            await session.execute(
+                select_owned(AuditEvent, org.id, AuditEvent.actor, AuditEvent.resource_id).order_by(
+                    AuditEvent.seq
+                )
+            )
+        ).all()
+    assert [tuple(row) for row in stored] == [
+        ("user:o'brien@example.com", hostile),
+        ("system", "a\ufffdb"),
+    ]
+    _, broken, checked = await _chain(app, org.id)
+    assert broken is None and checked == 2
+
+
+async def test_sealing_drops_the_pending_events_of_an_organization_gone(app, client):
+    """``audit_pending`` has no foreign key: events of an organization deleted before they were
+    sealed are dropped by the next seal, which seals everyone else's as usual."""
+    from callplane.models.orgs import Organization
+
+    runtime = runtime_of(app)
+    gone, kept = await make_org(app, "Gone"), await make_org(app, "Kept")
+    for org in (gone, kept):
+        assert (await client.post("/v1/agents", headers=org.headers, json=AGENT)).status_code == 201
+    async with runtime.db.session(write=True) as session:
+        await session.execute(sa.delete(Organization).where(Organization.id == gone.id))
+        await session.commit()
+    assert await _pending(app, gone.id) == 1
+    assert await seal(runtime.db) == 1
+    assert await _pending(app, gone.id) == 0
+    seqs, broken, _ = await _chain(app, kept.id)
+    assert seqs == [1] and broken is None

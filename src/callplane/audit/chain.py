@@ -45,6 +45,9 @@ FIELDS = (
     "request_id",
 )
 
+#: What can carry a caller's text (a path's resource id, a signed-in user's address).
+_FREE_TEXT = ("actor", "resource_id")
+
 
 @dataclass(frozen=True, slots=True)
 class Event:
@@ -79,11 +82,19 @@ def chain_hash(previous: str, event: Event, seq: int) -> str:
 
 
 def _record() -> sa.ClauseElement:
-    return sa.insert(_PENDING).values({name: sa.bindparam(name) for name in FIELDS})
+    # inline(): nothing comes back, so the insert can go with the COMMIT (``run_at_commit``).
+    return sa.insert(_PENDING).inline().values({name: sa.bindparam(name) for name in FIELDS})
 
 
 async def append(db: Db, event: Event) -> None:
-    """Write ``event`` in ``db``'s transaction, pending until it is sealed."""
+    """Write ``event`` in ``db``'s transaction, pending until it is sealed: the transaction's
+    last statement, so on PostgreSQL it goes with the COMMIT where the transaction is the
+    request's own (``kit.driver.run_at_commit``), costing no round trip of its own."""
     driver = await driver_of(db)
     values: dict[str, Any] = {name: getattr(event, name) for name in FIELDS}
-    await driver.scalar(fixed_statement("audit.record", driver.dialect, _record), values)
+    for name in _FREE_TEXT:
+        text = values[name]
+        if text is not None and "\x00" in text:
+            # PostgreSQL text cannot hold NUL: kept visible, and the same on both databases.
+            values[name] = text.replace("\x00", "\ufffd")
+    await driver.run_at_commit(fixed_statement("audit.record", driver.dialect, _record), values)

@@ -19,7 +19,7 @@ then an event has no hash: one deleted before it is sealed leaves no trace (``do
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -31,6 +31,7 @@ from callplane.kit.db import Database
 from callplane.kit.driver import Db, driver_of, fixed_statement
 from callplane.kit.tenancy import across_organizations, owned_by, select_owned
 from callplane.models.audit import AuditEvent, AuditHead, AuditPending
+from callplane.models.orgs import Organization
 
 #: Events per sealing transaction.
 BATCH = 500
@@ -41,6 +42,7 @@ INTERVAL_SECONDS = 1.0
 _EVENTS = cast(sa.Table, AuditEvent.__table__)
 _PENDING = cast(sa.Table, AuditPending.__table__)
 _HEADS = cast(sa.Table, AuditHead.__table__)
+_ORGANIZATIONS = cast(sa.Table, Organization.__table__)
 _org: sa.BindParameter[int] = sa.bindparam("organization_id")
 _REASON = "sealing finds every organization with events written since the last seal"
 
@@ -65,16 +67,24 @@ async def has_unsealed(session: AsyncSession, organization_id: int) -> bool:
 
 
 def _start_for(dialect: Dialect) -> Callable[[], sa.ClauseElement]:
+    """The organization's head at the start of its chain, unless it has one, or the
+    organization no longer exists."""
     insert = postgresql.insert if dialect.name == "postgresql" else sqlite.insert
 
     def build() -> sa.ClauseElement:
+        exists = sa.select(_ORGANIZATIONS.c.id).where(_ORGANIZATIONS.c.id == _org).exists()
+        genesis = sa.select(_org, sa.literal(0), sa.literal(GENESIS)).where(exists)
         return (
             insert(_HEADS)
-            .values(organization_id=_org, seq=0, hash=GENESIS)
+            .from_select(["organization_id", "seq", "hash"], genesis)
             .on_conflict_do_nothing(index_elements=["organization_id"])
         )
 
     return build
+
+
+def _drop_pending() -> sa.ClauseElement:
+    return sa.delete(_PENDING).where(owned_by(_PENDING, _org))
 
 
 def _lock_head() -> sa.ClauseElement:
@@ -96,9 +106,24 @@ def _take() -> sa.ClauseElement:
     )
 
 
+_SEALED = (*FIELDS, "seq", "hash")
+
+
 def _record_sealed() -> sa.ClauseElement:
-    names = (*FIELDS, "seq", "hash")
-    return sa.insert(_EVENTS).values({name: sa.bindparam(name) for name in names})
+    """SQLite: run once per event (``executemany``: one driver call)."""
+    return sa.insert(_EVENTS).inline().values({name: sa.bindparam(name) for name in _SEALED})
+
+
+def _record_sealed_arrays() -> sa.ClauseElement:
+    """PostgreSQL: the batch as one statement, each column's values an array (``unnest``):
+    run once per event, the statement would cost the server a bind and an execution each."""
+    arrays = [
+        sa.bindparam(f"every_{name}", type_=postgresql.ARRAY(_EVENTS.c[name].type))
+        for name in _SEALED
+    ]
+    rows = sa.func.unnest(*arrays).table_valued(*_SEALED).render_derived()
+    batch = sa.select(*rows.c).where(owned_by(rows, _org))  # the batch is of one organization
+    return sa.insert(_EVENTS).inline().from_select(_SEALED, batch)
 
 
 def _advance() -> sa.ClauseElement:
@@ -119,7 +144,11 @@ async def seal_batch(db: Db, organization_id: int, limit: int = BATCH) -> int:
     await driver.scalar(fixed_statement("audit.start", dialect, _start_for(dialect)), org)
     # The lock comes first: what is read after it is what the previous sealer committed.
     head = await driver.fetchone(fixed_statement("audit.lock_head", dialect, _lock_head), org)
-    assert head is not None  # started above
+    if head is None:
+        # The organization is gone (its head went with it): its pending events have no chain
+        # to join, and ``audit_pending`` has no foreign key to have removed them.
+        await driver.scalar(fixed_statement("audit.drop_pending", dialect, _drop_pending), org)
+        return 0
     taken = await driver.fetchall(
         fixed_statement("audit.take", dialect, _take), {**org, "batch": limit}
     )
@@ -132,7 +161,16 @@ async def seal_batch(db: Db, organization_id: int, limit: int = BATCH) -> int:
         seq += 1
         previous = chain_hash(previous, Event(**row), seq)
         row["seq"], row["hash"] = seq, previous
-    await driver.executemany(fixed_statement("audit.record_sealed", dialect, _record_sealed), taken)
+    if dialect.name == "postgresql":
+        columns: dict[str, Any] = {
+            f"every_{name}": [row[name] for row in taken] for name in _SEALED
+        }
+        columns["organization_id"] = organization_id
+        record = fixed_statement("audit.record_sealed_arrays", dialect, _record_sealed_arrays)
+        await driver.scalar(record, columns)
+    else:
+        record = fixed_statement("audit.record_sealed", dialect, _record_sealed)
+        await driver.executemany(record, taken)
     moved = await driver.scalar(
         fixed_statement("audit.advance", dialect, _advance),
         {**org, "was": head["seq"], "seq": seq, "hash": previous},

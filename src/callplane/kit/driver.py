@@ -22,6 +22,8 @@ row reads back exactly as it does through the session; driver errors are raised 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import re
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +41,7 @@ from callplane.kit import jsonvalues, wiretext
 from callplane.kit.sqlite_inline import InlineConnection, begin_immediate, released
 
 _Processor = Callable[[Any], Any] | None
+_PLACEHOLDER = re.compile(r"\$(\d+)")
 _DRIVER = "callplane.kit.driver"
 
 #: Called with every statement compiled for the driver path: these statements never pass an
@@ -58,10 +61,14 @@ class Prepared:
     defaults: Mapping[str, Any]
     #: result column names, each with its result processor
     columns: tuple[tuple[str, _Processor], ...]
+    #: parameter names in positional order, each with its literal processor
+    literals: tuple[tuple[str, _Processor], ...] = ()
     _keys: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _converted: tuple[tuple[int, Callable[[Any], Any]], ...] = field(
         init=False, repr=False, compare=False
     )
+    #: the SQL around its ``$n`` placeholders (PostgreSQL), for ``rendered``
+    _pieces: tuple[tuple[bool, str], ...] = field(init=False, repr=False, compare=False)
 
     @classmethod
     def compile(cls, statement: ClauseElement, dialect: Dialect, *, wire: bool = False) -> Prepared:
@@ -84,7 +91,27 @@ class Prepared:
             (column.key, _result_processor(column.type, dialect, wire))
             for column in getattr(statement, "exported_columns", ())
         )
-        return cls(compiled.string, params, defaults, columns)
+        literals = tuple(
+            (name, binds[name].type.dialect_impl(dialect).literal_processor(dialect))
+            for name in names
+        )
+        return cls(compiled.string, params, defaults, columns, literals)
+
+    def rendered(self, values: Mapping[str, Any]) -> str:
+        """The statement with its values written in as literals (SQLAlchemy's literal processors
+        for the parameters' types), to be sent where no parameters can go."""
+        defaults = self.defaults
+        texts = []
+        for name, render in self.literals:
+            value = values[name] if name in values else defaults[name]
+            if value is None:
+                texts.append("NULL")
+            elif render is None:
+                raise TypeError(f"no literal form for the parameter {name!r}")
+            else:
+                texts.append(render(value))
+        pieces = self._pieces
+        return "".join(texts[int(piece)] if odd else piece for odd, piece in pieces)
 
     def arguments(self, values: Mapping[str, Any]) -> list[Any]:
         out = []
@@ -103,6 +130,16 @@ class Prepared:
             self,
             "_converted",
             tuple((index, p) for index, (_, p) in enumerate(self.columns) if p is not None),
+        )
+        # re.split keeps the captured placeholder numbers at the odd places (1-based).
+        split = _PLACEHOLDER.split(self.sql)
+        object.__setattr__(
+            self,
+            "_pieces",
+            tuple(
+                (True, str(int(piece) - 1)) if index % 2 else (False, piece)
+                for index, piece in enumerate(split)
+            ),
         )
 
     def record(self, row: Sequence[Any]) -> dict[str, Any]:
@@ -177,6 +214,12 @@ class DriverConnection:
     async def executemany(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
         """One statement run once per row, as one driver call."""
         raise NotImplementedError
+
+    async def run_at_commit(self, prepared: Prepared, values: Mapping[str, Any]) -> None:
+        """Run ``prepared`` as the transaction's last statement: sent with its COMMIT in one
+        round trip where the transaction is this module's own on PostgreSQL (``PostgresPool``),
+        run now everywhere else (on SQLite a statement costs no round trip)."""
+        await self.scalar(prepared, values)
 
 
 #: Exact counts a SQLite connection keeps (see ``_Sqlite.count``).
@@ -260,13 +303,23 @@ def _postgres_error(prepared: Prepared, arguments: list[Any], error: Exception) 
 class _Postgres(DriverConnection):
     """asyncpg's own statement cache prepares each SQL text once per connection."""
 
-    def __init__(
-        self, connection: asyncpg.Connection, dialect: Dialect, transaction: Any = None
-    ) -> None:
+    def __init__(self, connection: asyncpg.Connection, dialect: Dialect, own: bool = False) -> None:
         super().__init__(dialect)
         self._conn = connection
-        #: the transaction of a ``PostgresPool`` connection (None: the session's)
-        self._transaction = transaction
+        #: whether the transaction is a ``PostgresPool``'s (False: the session's)
+        self.own = own
+        #: statements to send with the COMMIT (``run_at_commit``), as SQL text
+        self.at_commit: list[str] = []
+
+    async def run_at_commit(self, prepared: Prepared, values: Mapping[str, Any]) -> None:
+        if not self.own:  # the session commits, through its own driver calls
+            await self.scalar(prepared, values)
+            return
+        # One simple query ("...; COMMIT") carries no parameters: the values are written in.
+        # The pool's connections set standard_conforming_strings, which the literal
+        # processors assume (a backslash is a backslash).
+        self.executed += 1
+        self.at_commit.append(prepared.rendered(values))
 
     async def fetchone(
         self, prepared: Prepared, values: Mapping[str, Any]
@@ -447,31 +500,41 @@ class PostgresPool:
         async with self._opening:
             if self._pool is None:
                 self._pool = await asyncpg.create_pool(
-                    self._dsn, min_size=0, max_size=self._size, init=self._setup
+                    self._dsn,
+                    min_size=0,
+                    max_size=self._size,
+                    init=self._setup,
+                    server_settings={"standard_conforming_strings": "on"},
                 )
         return self._pool
 
     async def begin(self, *, write: bool) -> DriverConnection:
         pool = self._pool or await self._opened()
         conn = await pool.acquire()
-        transaction = conn.transaction()
         try:
-            await transaction.start()
+            # BEGIN and COMMIT are sent as they are rather than through asyncpg's Transaction,
+            # so statements can go with the COMMIT (``run_at_commit``).
+            await conn.execute("BEGIN")
         except BaseException as error:
             await pool.release(conn)
             if isinstance(error, asyncpg.PostgresError | asyncpg.InterfaceError):
                 raise _postgres_error(_BEGIN, [], error) from error
             raise
-        return _Postgres(conn, self._dialect, transaction)
+        return _Postgres(conn, self._dialect, own=True)
 
     async def end(self, connection: DriverConnection, *, commit: bool) -> None:
         assert isinstance(connection, _Postgres) and self._pool is not None
+        conn = connection._conn
         try:
             if commit:
-                await connection._transaction.commit()
+                await conn.execute(";".join([*connection.at_commit, "COMMIT"]))
             else:
-                await connection._transaction.rollback()
+                await conn.execute("ROLLBACK")
         except (asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            # A statement sent with the COMMIT failed: the transaction is aborted, not ended.
+            if not conn.is_closed() and conn.is_in_transaction():
+                with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError):
+                    await conn.execute("ROLLBACK")
             raise _postgres_error(_COMMIT, [], error) from error
         finally:
             await self._pool.release(connection._conn)

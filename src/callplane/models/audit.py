@@ -22,9 +22,9 @@ from callplane.models.base import Base
 
 
 class _EventFields:
-    """What an event says, pending or sealed (``audit.chain.FIELDS``, the hash's body)."""
+    """What an event says, pending or sealed (``audit.chain.FIELDS``, the hash's body), but
+    its organization (declared by each table)."""
 
-    organization_id: Mapped[int] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
     at: Mapped[datetime]
     actor: Mapped[str] = mapped_column(String(300))
     action: Mapped[str] = mapped_column(String(100))
@@ -50,6 +50,7 @@ class AuditEvent(_EventFields, Base):
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
+    organization_id: Mapped[int] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
     #: The event's number in its organization's chain.
     seq: Mapped[int] = mapped_column(Integer)
     hash: Mapped[str] = mapped_column(String(64))
@@ -59,11 +60,14 @@ class AuditPending(_EventFields, Base):
     """An event written and not yet sealed. Its ``id`` is the order sealing takes events in (on
     PostgreSQL not the order they commit in: an event committed late is sealed in a later batch).
     No index but the key: the table holds what was written in the last second or so, and every
-    index would be one more page written by each change."""
+    index would be one more page written by each change. No foreign key either: the
+    organization is the authenticated request's own, and on PostgreSQL the check would lock its
+    row in every audited write (sealing drops events of an organization gone since)."""
 
     __tablename__ = "audit_pending"
 
     id: Mapped[int] = mapped_column(primary_key=True)
+    organization_id: Mapped[int] = mapped_column(Integer)
 
 
 class AuditHead(Base):
