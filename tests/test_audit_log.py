@@ -5,6 +5,7 @@ GET /audit_log filters it; ``callplane audit verify`` finds a changed or deleted
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -480,3 +481,37 @@ async def test_sealing_drops_the_pending_events_of_an_organization_gone(app, cli
     assert await _pending(app, gone.id) == 0
     seqs, broken, _ = await _chain(app, kept.id)
     assert seqs == [1] and broken is None
+
+
+async def test_an_events_hash_is_the_documented_sha256(app, client):
+    """The hash is SHA-256 over the previous hash, the number and the JSON body exactly as
+    docs/privacy.md writes them, computed here apart from the code that seals."""
+    import hashlib
+    import json
+
+    org = await make_org(app)
+    for name in ("One", "Two"):
+        assert (
+            await client.post("/v1/agents", headers=org.headers, json={**AGENT, "name": name})
+        ).status_code == 201
+    events = list(reversed((await client.get(LOG, headers=org.headers)).json()["events"]))
+    previous = "0" * 64
+    for number, event in enumerate(events, start=1):
+        async with runtime_of(app).db.session(write=False) as session:
+            stored = await session.scalar(
+                select_owned(AuditEvent, org.id).where(AuditEvent.seq == number)
+            )
+        assert stored is not None and stored.at.utcoffset() == timedelta(0)
+        body = [
+            org.id,
+            stored.at.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00"),
+            event["actor"],
+            event["action"],
+            event["resource_type"],
+            event["resource_id"],
+            event["ip"],
+            event["request_id"],
+        ]
+        text = previous + str(number) + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+        assert event["hash"] == hashlib.sha256(text.encode()).hexdigest()
+        previous = event["hash"]

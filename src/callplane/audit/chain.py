@@ -3,7 +3,7 @@
 An event's ``hash`` is the SHA-256 (hex) of the text: previous event's hash (hex; 64 zeros before
 the first) + the event's ``seq`` in decimal + its canonical body, a JSON array of
 organization_id, at (UTC, ISO 8601 with microseconds), actor, action, resource_type,
-resource_id, ip and request_id, without spaces, UTF-8 (``body``, ``chain_hash``).
+resource_id, ip and request_id, without spaces, UTF-8 (``hash_of``).
 
 ``append`` inserts the event as one pending row (``AuditPending``), the same on both databases:
 one statement that takes no lock but the row's own and touches no index but the key, so a change
@@ -19,6 +19,7 @@ session or one of its own, ``http.unit_of_work``). What an append costs a write 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -45,6 +46,8 @@ FIELDS = (
     "request_id",
 )
 
+_AT = FIELDS.index("at")
+
 #: What can carry a caller's text (a path's resource id, a signed-in user's address).
 _FREE_TEXT = ("actor", "resource_id")
 
@@ -61,24 +64,27 @@ class Event:
     request_id: str | None = None
 
 
-def body(event: Event) -> str:
-    return orjson.dumps(
-        [
-            event.organization_id,
-            event.at.astimezone(UTC).isoformat(timespec="microseconds"),
-            event.actor,
-            event.action,
-            event.resource_type,
-            event.resource_id,
-            event.ip,
-            event.request_id,
-        ]
-    ).decode()
+def utc_text(at: datetime | str) -> str:
+    """``at`` as the body writes it; SQLite's driver reads a timestamp as its stored text,
+    naive UTC."""
+    moment = at if isinstance(at, datetime) else datetime.fromisoformat(at)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def hash_of(previous: str, seq: int, values: Sequence[Any]) -> str:
+    """The hash of the event whose ``FIELDS`` are ``values`` (``at`` as ``utc_text``), as
+    number ``seq`` after ``previous``."""
+    body = orjson.dumps(values if isinstance(values, list) else list(values))
+    return hashlib.sha256(b"%s%d%s" % (previous.encode(), seq, body)).hexdigest()
 
 
 def chain_hash(previous: str, event: Event, seq: int) -> str:
-    """The hash of ``event`` as number ``seq`` after ``previous`` (sealing, and ``verify``)."""
-    return hashlib.sha256(f"{previous}{seq}{body(event)}".encode()).hexdigest()
+    """The hash of ``event`` as number ``seq`` after ``previous`` (``verify``)."""
+    values = [getattr(event, name) for name in FIELDS]
+    values[_AT] = utc_text(event.at)
+    return hash_of(previous, seq, values)
 
 
 def _record() -> sa.ClauseElement:

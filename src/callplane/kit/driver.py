@@ -215,6 +215,16 @@ class DriverConnection:
         """One statement run once per row, as one driver call."""
         raise NotImplementedError
 
+    async def fetchall_raw(self, prepared: Prepared, values: Mapping[str, Any]) -> list[Any]:
+        """The rows as the driver gives them, unconverted (for a caller that hands them back to
+        the same driver, or knows its types: SQLite reads a timestamp as its stored text)."""
+        raise NotImplementedError
+
+    async def executemany_raw(self, prepared: Prepared, rows: Sequence[Sequence[Any]]) -> None:
+        """``executemany`` of rows already in the driver's form (read by ``fetchall_raw`` from
+        columns of the same types), in the statement's parameter order."""
+        raise NotImplementedError
+
     async def run_at_commit(self, prepared: Prepared, values: Mapping[str, Any]) -> None:
         """Run ``prepared`` as the transaction's last statement: sent with its COMMIT in one
         round trip where the transaction is this module's own on PostgreSQL (``PostgresPool``),
@@ -256,12 +266,17 @@ class _Sqlite(DriverConnection):
         return None if row is None else row[0]
 
     async def executemany(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
-        arguments = [prepared.arguments(values) for values in rows]
+        await self.executemany_raw(prepared, [prepared.arguments(values) for values in rows])
+
+    async def fetchall_raw(self, prepared: Prepared, values: Mapping[str, Any]) -> list[Any]:
+        return self._run(prepared, values).fetchall()
+
+    async def executemany_raw(self, prepared: Prepared, rows: Sequence[Sequence[Any]]) -> None:
         self.executed += 1
         try:
-            self._conn.executemany(prepared.sql, arguments)
+            self._conn.executemany(prepared.sql, rows)
         except sqlite3.Error as error:
-            raise exc.DBAPIError.instance(prepared.sql, arguments, error, sqlite3.Error) from error
+            raise exc.DBAPIError.instance(prepared.sql, rows, error, sqlite3.Error) from error
 
     async def count(self, prepared: Prepared, values: Mapping[str, Any]) -> int:
         """An exact count over many rows (a list's ``total_count``) walks every matching index
@@ -350,12 +365,23 @@ class _Postgres(DriverConnection):
             raise _postgres_error(prepared, arguments, error) from error
 
     async def executemany(self, prepared: Prepared, rows: Sequence[Mapping[str, Any]]) -> None:
-        arguments = [prepared.arguments(values) for values in rows]
+        await self.executemany_raw(prepared, [prepared.arguments(values) for values in rows])
+
+    async def fetchall_raw(self, prepared: Prepared, values: Mapping[str, Any]) -> list[Any]:
+        arguments = prepared.arguments(values)
         self.executed += 1
         try:
-            await self._conn.executemany(prepared.sql, arguments)
+            rows: list[Any] = await self._conn.fetch(prepared.sql, *arguments)
         except (asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             raise _postgres_error(prepared, arguments, error) from error
+        return rows
+
+    async def executemany_raw(self, prepared: Prepared, rows: Sequence[Sequence[Any]]) -> None:
+        self.executed += 1
+        try:
+            await self._conn.executemany(prepared.sql, rows)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            raise _postgres_error(prepared, list(rows), error) from error
 
 
 async def driver_connection(session: AsyncSession) -> DriverConnection:
