@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from sqlalchemy import Column, Integer, MetaData, Table, bindparam, func, select
+from sqlalchemy import Column, Integer, MetaData, Table, bindparam, func, select, text
 from sqlalchemy.dialects import sqlite
 
 from callplane.kit.driver import Prepared, SqlitePool
@@ -90,3 +90,29 @@ async def test_a_count_inside_a_writing_transaction_is_never_kept(pool):
     assert await writing.count(_COUNT, {"k": 1}) == 3
     await pool.end(writing, commit=False)
     assert await _count(pool) == 2
+
+
+async def test_every_sqlite_connection_is_tuned_alike(pool):
+    """The session's connections and the pool's own carry the same settings (one function,
+    ``kit.db.tune_sqlite_connection``), the write-ahead log's checkpoint threshold included."""
+    from callplane.kit.db import SQLITE_WAL_AUTOCHECKPOINT_PAGES, Database
+
+    pool, path = pool
+    own = await pool.begin(write=False)
+    pragmas = ("journal_mode", "synchronous", "wal_autocheckpoint", "foreign_keys")
+    seen = {name: own._conn.execute(f"PRAGMA {name}").fetchone()[0] for name in pragmas}  # type: ignore[attr-defined]
+    await pool.end(own, commit=False)
+    assert seen == {
+        "journal_mode": "wal",
+        "synchronous": 1,
+        "wal_autocheckpoint": SQLITE_WAL_AUTOCHECKPOINT_PAGES,
+        "foreign_keys": 1,
+    }
+    db = Database(f"sqlite:///{path}", pool_size=1)
+    try:
+        async with db.session(write=False) as session:
+            for name, value in seen.items():
+                found = (await session.execute(text(f"PRAGMA {name}"))).scalar()
+                assert found == value, name
+    finally:
+        await db.dispose()

@@ -58,6 +58,22 @@ def _name_connect_failures(engine: AsyncEngine) -> None:
             raise DatabaseUnreachable(f"{type(exc).__name__}: {exc}") from exc
 
 
+#: Pages the write-ahead log may hold before a commit copies them into the database (SQLite's
+#: default is 1,000): a page changed again before then is copied once, and each copy ends in an
+#: fsync of the database file, which a commit in a request pays for.
+SQLITE_WAL_AUTOCHECKPOINT_PAGES = 10_000
+
+
+def tune_sqlite_connection(connection: Any, busy_timeout_ms: int) -> None:
+    """Every SQLite connection's settings (the session's, and ``kit.driver.SqlitePool``'s);
+    ``connection``: anything with ``execute``."""
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    connection.execute(f"PRAGMA wal_autocheckpoint={SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
+    connection.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+    connection.execute("PRAGMA foreign_keys=ON")
+
+
 def _tune_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -65,10 +81,7 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
         # and cannot be made IMMEDIATE).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys=ON")
+        tune_sqlite_connection(cursor, SQLITE_BUSY_TIMEOUT_MS)
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")

@@ -38,6 +38,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from callplane.kit import jsonvalues, wiretext
+from callplane.kit.db import tune_sqlite_connection
 from callplane.kit.sqlite_inline import InlineConnection, begin_immediate, released
 
 _Processor = Callable[[Any], Any] | None
@@ -442,10 +443,7 @@ class SqlitePool:
 
     def _open(self) -> _Sqlite:
         conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
-        conn.execute("PRAGMA foreign_keys=ON")
+        tune_sqlite_connection(conn, self._busy_timeout_ms)
         return _Sqlite(conn, self._dialect)
 
     async def begin(self, *, write: bool) -> DriverConnection:
