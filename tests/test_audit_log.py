@@ -515,3 +515,28 @@ async def test_an_events_hash_is_the_documented_sha256(app, client):
         text = previous + str(number) + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
         assert event["hash"] == hashlib.sha256(text.encode()).hexdigest()
         previous = event["hash"]
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's pool of own transactions")
+async def test_a_connection_released_inside_its_transaction_is_rolled_back(app):
+    """The pool's own reset (no query per release) still ends a transaction left open, so the
+    next request never runs inside it."""
+    runtime = runtime_of(app)
+    org = await make_org(app)
+    pool = runtime.own_transactions
+    assert pool is not None
+    left_open = await pool.begin(write=True)
+    await append(left_open, Event(org.id, utcnow(), "system", "test.left_open", "test"))
+    conn = left_open._conn  # type: ignore[attr-defined]
+    await conn.execute(
+        "INSERT INTO audit_pending (organization_id, at, actor, action, "
+        "resource_type) VALUES ($1, now(), 'system', 'test.inside', 'test')",
+        org.id,
+    )
+    assert conn.is_in_transaction()
+    await pool._pool.release(conn)  # type: ignore[union-attr]  # as a cancelled request would
+    # The pool's only connection serves the next transaction: had the abandoned one stayed
+    # open, this COMMIT would commit its insert.
+    again = await pool.begin(write=True)
+    await pool.end(again, commit=True)
+    assert await _pending(app, org.id) == 0

@@ -93,7 +93,7 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
                 {"prompt": "Was an appointment booked?", "output_config": BOOKED},
             ],
         )
-        delivery = await hooks.wait_for_event("call.analyzed")
+        delivery = await hooks.wait_for_event("call.analyzed", within=30)
         call = await wait_for_call(client, org, call_id)
         events = await events_of(client, org, call_id)
 
