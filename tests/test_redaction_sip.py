@@ -14,6 +14,7 @@ from callplane.speech.transcriber import shared_transcriber
 from tests.agents_support import create_agent
 from tests.conftest import AppFactory, client_for
 from tests.factories import make_org, runtime_of
+from tests.hearing import words
 from tests.llm_stub import Reply, StubLLM
 from tests.sipp_peer import answer_scenario, pcmu_file, requires_sipp, start_sipp, wav_channels
 from tests.test_sip_calls import TERMINAL, _place, _recording, _sip_app, _until
@@ -85,8 +86,10 @@ async def test_a_card_said_on_a_call_is_toned_out_of_the_stored_recording(
         s.text for s in recogniser.transcribe(array("h", far_end).tobytes(), RATE, language="en")
     )
     assert _digit_groups(heard) == [], heard
-    # Only the card was toned (its words placed by a second recognition after the call): the
-    # words before it are still there to hear, though the live recogniser kept no word times.
-    assert re.search(r"\b(my|card|number)\b", heard.lower()), heard
+    # Only the card's line was toned, not the caller's whole side: the rest is still there to
+    # hear. (The card's words are placed by a second recognition after the call; where it cannot
+    # place them, on a loaded machine, the whole line is toned, never kept: so no word of the
+    # line itself is required here.)
+    assert words(heard), heard
     # The agent's reply is still there to hear.
     assert any(agent_side), "the agent's side is silent"
