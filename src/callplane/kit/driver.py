@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import re
 import sqlite3
 from collections import OrderedDict
@@ -64,6 +66,8 @@ class Prepared:
     columns: tuple[tuple[str, _Processor], ...]
     #: parameter names in positional order, each with its literal processor
     literals: tuple[tuple[str, _Processor], ...] = ()
+    #: the name it was compiled under (``fixed_statement``), if any
+    name: str = ""
     _keys: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _converted: tuple[tuple[int, Callable[[Any], Any]], ...] = field(
         init=False, repr=False, compare=False
@@ -98,19 +102,25 @@ class Prepared:
         )
         return cls(compiled.string, params, defaults, columns, literals)
 
-    def rendered(self, values: Mapping[str, Any]) -> str:
-        """The statement with its values written in as literals (SQLAlchemy's literal processors
-        for the parameters' types), to be sent where no parameters can go."""
+    def literal_values(self, values: Mapping[str, Any]) -> list[str]:
+        """The parameters' values as SQL literals (SQLAlchemy's literal processors for their
+        types), in positional order, to be sent where no parameters can go."""
         defaults = self.defaults
-        texts = []
+        texts: list[str] = []
+        add = texts.append
         for name, render in self.literals:
             value = values[name] if name in values else defaults[name]
             if value is None:
-                texts.append("NULL")
+                add("NULL")
             elif render is None:
                 raise TypeError(f"no literal form for the parameter {name!r}")
             else:
-                texts.append(render(value))
+                add(render(value))
+        return texts
+
+    def rendered(self, values: Mapping[str, Any]) -> str:
+        """The statement with its values written in as literals."""
+        texts = self.literal_values(values)
         pieces = self._pieces
         return "".join(texts[int(piece)] if odd else piece for odd, piece in pieces)
 
@@ -168,8 +178,28 @@ def fixed_statement(
     key = (name, type(dialect), wire)
     prepared = _fixed.get(key)
     if prepared is None:
-        prepared = _fixed[key] = Prepared.compile(build(), dialect, wire=wire)
+        compiled = Prepared.compile(build(), dialect, wire=wire)
+        prepared = _fixed[key] = dataclasses.replace(compiled, name=name)
     return prepared
+
+
+#: Fixed statements run with a COMMIT (``run_at_commit``), by name. A ``PostgresPool``
+#: prepares each on every connection it opens, so the COMMIT carries ``EXECUTE name(values)``:
+#: the server would otherwise parse and plan the statement's text in every transaction, which
+#: costs it more than running the statement.
+_at_commit: dict[str, Callable[[], ClauseElement]] = {}
+
+
+def at_commit_statement(name: str, build: Callable[[], ClauseElement]) -> str:
+    """Declare the fixed statement ``name`` (``build`` makes it) as one run with COMMITs;
+    declared at import, before a pool opens. Returns ``name``."""
+    _at_commit[name] = build
+    return name
+
+
+@functools.cache
+def _server_name(name: str) -> str:
+    return "callplane_" + re.sub(r"\W", "_", name)
 
 
 #: PostgreSQL type oids: SQLAlchemy's asyncpg numeric types pick their result processor by the
@@ -319,11 +349,19 @@ def _postgres_error(prepared: Prepared, arguments: list[Any], error: Exception) 
 class _Postgres(DriverConnection):
     """asyncpg's own statement cache prepares each SQL text once per connection."""
 
-    def __init__(self, connection: asyncpg.Connection, dialect: Dialect, own: bool = False) -> None:
+    def __init__(
+        self,
+        connection: asyncpg.Connection,
+        dialect: Dialect,
+        own: bool = False,
+        prepared_names: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__(dialect)
         self._conn = connection
         #: whether the transaction is a ``PostgresPool``'s (False: the session's)
         self.own = own
+        #: the ``at_commit_statement``s prepared on this connection
+        self.prepared_names = prepared_names
         #: statements to send with the COMMIT (``run_at_commit``), as SQL text
         self.at_commit: list[str] = []
 
@@ -335,7 +373,11 @@ class _Postgres(DriverConnection):
         # The pool's connections set standard_conforming_strings, which the literal
         # processors assume (a backslash is a backslash).
         self.executed += 1
-        self.at_commit.append(prepared.rendered(values))
+        if prepared.name in self.prepared_names:
+            arguments = ", ".join(prepared.literal_values(values))
+            self.at_commit.append(f"EXECUTE {_server_name(prepared.name)}({arguments})")
+        else:
+            self.at_commit.append(prepared.rendered(values))
 
     async def fetchone(
         self, prepared: Prepared, values: Mapping[str, Any]
@@ -506,9 +548,14 @@ class PostgresPool:
         self._size = size
         self._pool: asyncpg.Pool | None = None
         self._opening = asyncio.Lock()
+        #: the ``at_commit_statement``s every connection prepares (those declared when the
+        #: pool opened)
+        self._prepared_names: frozenset[str] = frozenset()
 
-    @staticmethod
-    async def _setup(conn: asyncpg.Connection) -> None:
+    async def _setup(self, conn: asyncpg.Connection) -> None:
+        for name in self._prepared_names:
+            prepared = fixed_statement(name, self._dialect, _at_commit[name])
+            await conn.execute(f"PREPARE {_server_name(name)} AS {prepared.sql}")
         await conn.set_type_codec(
             "json", encoder=str.encode, decoder=_json_decoder, schema="pg_catalog", format="binary"
         )
@@ -530,6 +577,7 @@ class PostgresPool:
     async def _opened(self) -> asyncpg.Pool:
         async with self._opening:
             if self._pool is None:
+                self._prepared_names = frozenset(_at_commit)
                 self._pool = await asyncpg.create_pool(
                     self._dsn,
                     min_size=0,
@@ -552,7 +600,7 @@ class PostgresPool:
             if isinstance(error, asyncpg.PostgresError | asyncpg.InterfaceError):
                 raise _postgres_error(_BEGIN, [], error) from error
             raise
-        return _Postgres(conn, self._dialect, own=True)
+        return _Postgres(conn, self._dialect, own=True, prepared_names=self._prepared_names)
 
     async def end(self, connection: DriverConnection, *, commit: bool) -> None:
         assert isinstance(connection, _Postgres) and self._pool is not None
