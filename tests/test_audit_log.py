@@ -100,8 +100,8 @@ async def test_filters_and_pages(app, client):
     assert refused.status_code == 403 and "audit:read" in refused.json()["error"]
 
 
-async def test_the_fast_path_patch_is_audited_in_its_own_transaction(app, client):
-    org = await make_org(app)
+async def _orders_record(client, org) -> str:
+    """A custom-data table ``orders`` of the organization, with one record: its id."""
     table = {"name": "orders", "columns": [{"name": "note", "type": "TEXT"}]}
     assert (
         await client.post("/v1/data/tables", headers=org.headers, json=table)
@@ -109,7 +109,12 @@ async def test_the_fast_path_patch_is_audited_in_its_own_transaction(app, client
     rows = await client.post(
         "/v1/data/orders", headers=org.headers, json={"records": [{"note": "a"}]}
     )
-    record_id = rows.json()["records"][0]["id"]
+    return str(rows.json()["records"][0]["id"])
+
+
+async def test_the_fast_path_patch_is_audited_in_its_own_transaction(app, client):
+    org = await make_org(app)
+    record_id = await _orders_record(client, org)
     for note in ("b", "c"):
         patched = await client.patch(
             f"/v1/data/orders/{record_id}", headers=org.headers, json={"note": note}
@@ -129,11 +134,11 @@ async def _pending(app, organization_id: int) -> int:
 
 
 async def _chain(app, organization_id: int) -> tuple[list[int], int | None, int]:
-    """The organization's event numbers in id order, and what verify says (first break, count)."""
+    """The organization's event numbers in order, and what verify says (first break, count)."""
     async with runtime_of(app).db.session(write=False) as session:
         seqs = (
             await session.scalars(
-                select_owned(AuditEvent, organization_id, AuditEvent.seq).order_by(AuditEvent.id)
+                select_owned(AuditEvent, organization_id, AuditEvent.seq).order_by(AuditEvent.seq)
             )
         ).all()
         checked = await verify(session, organization_id)
@@ -383,14 +388,7 @@ async def test_a_fast_path_change_is_rolled_back_when_its_event_is_refused_at_co
     """The fast path's event goes with its COMMIT on PostgreSQL: when the database refuses the
     event, the change is not committed either, and the connection serves the next request."""
     org = await make_org(app)
-    table = {"name": "orders", "columns": [{"name": "note", "type": "TEXT"}]}
-    assert (
-        await client.post("/v1/data/tables", headers=org.headers, json=table)
-    ).status_code == 201
-    rows = await client.post(
-        "/v1/data/orders", headers=org.headers, json={"records": [{"note": "a"}]}
-    )
-    record = f"/v1/data/orders/{rows.json()['records'][0]['id']}"
+    record = f"/v1/data/orders/{await _orders_record(client, org)}"
     assert (await client.patch(record, headers=org.headers, json={"note": "b"})).status_code == 200
     refuse, allow = _refusal("custom_data.patch_record")
     db = runtime_of(app).db
@@ -483,6 +481,25 @@ async def test_sealing_drops_the_pending_events_of_an_organization_gone(app, cli
     assert seqs == [1] and broken is None
 
 
+async def test_an_organizations_sealed_events_go_with_it(app, client):
+    """``audit_events`` has no foreign key either: a trigger removes an organization's events
+    when the organization is deleted (its id may be given again on SQLite, and the new
+    organization's chain must start empty)."""
+    from callplane.models.orgs import Organization
+
+    runtime = runtime_of(app)
+    gone, kept = await make_org(app, "Gone"), await make_org(app, "Kept")
+    for org in (gone, kept):
+        assert (await client.post("/v1/agents", headers=org.headers, json=AGENT)).status_code == 201
+    assert await seal(runtime.db) == 2
+    async with runtime.db.session(write=True) as session:
+        await session.execute(sa.delete(Organization).where(Organization.id == gone.id))
+        await session.commit()
+    assert (await _chain(app, gone.id))[0] == []
+    seqs, broken, _ = await _chain(app, kept.id)
+    assert seqs == [1] and broken is None
+
+
 async def test_an_events_hash_is_the_documented_sha256(app, client):
     """The hash is SHA-256 over the previous hash, the number and the JSON body exactly as
     docs/privacy.md writes them, computed here apart from the code that seals."""
@@ -540,3 +557,31 @@ async def test_a_connection_released_inside_its_transaction_is_rolled_back(app):
     again = await pool.begin(write=True)
     await pool.end(again, commit=True)
     assert await _pending(app, org.id) == 0
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's pool of own transactions")
+async def test_an_event_goes_with_the_commit_as_a_statement_prepared_on_the_connection(app):
+    """The server parses and plans the pending insert once per connection, not per event: the
+    COMMIT carries EXECUTE of the statement the pool prepared when it opened the connection."""
+    runtime = runtime_of(app)
+    org = await make_org(app)
+    pool = runtime.own_transactions
+    assert pool is not None
+    transaction = await pool.begin(write=True)
+    await append(transaction, Event(org.id, utcnow(), "system", "test.prepared", "test", "x'y"))
+    sent = transaction.at_commit  # type: ignore[attr-defined]
+    assert len(sent) == 1 and sent[0].startswith("EXECUTE callplane_audit_record(")
+    prepared = await transaction._conn.fetchval(  # type: ignore[attr-defined]
+        "SELECT count(*) FROM pg_prepared_statements WHERE name = 'callplane_audit_record'"
+    )
+    assert prepared == 1
+    await pool.end(transaction, commit=True)
+    assert await _pending(app, org.id) == 1
+    await seal(runtime.db, org.id)
+    async with runtime.db.session(write=False) as session:
+        stored = await session.scalar(
+            select_owned(AuditEvent, org.id, AuditEvent.resource_id).where(
+                AuditEvent.action == "test.prepared"
+            )
+        )
+    assert stored == "x'y"

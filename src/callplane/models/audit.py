@@ -35,9 +35,14 @@ class _EventFields:
 
 
 class AuditEvent(_EventFields, Base):
+    """A sealed event, keyed by its number in its organization's chain: sealing writes each
+    event once into the table and every index, so there is no index it does not need (on SQLite
+    the rows are stored in the key's order, WITHOUT ROWID). No foreign key: sealing holds the
+    organization's head, which has one, while it writes; a trigger on ``organizations``
+    (migration 0029) removes an organization's events with it."""
+
     __tablename__ = "audit_events"
     __table_args__ = (
-        Index("ix_audit_events_organization_id_seq", "organization_id", "seq", unique=True),
         Index("ix_audit_events_organization_id_at", "organization_id", "at"),
         Index("ix_audit_events_organization_id_actor_seq", "organization_id", "actor", "seq"),
         Index("ix_audit_events_organization_id_action_seq", "organization_id", "action", "seq"),
@@ -47,12 +52,12 @@ class AuditEvent(_EventFields, Base):
             "resource_id",
             "seq",
         ),
+        {"sqlite_with_rowid": False},
     )
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    organization_id: Mapped[int] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    organization_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     #: The event's number in its organization's chain.
-    seq: Mapped[int] = mapped_column(Integer)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     hash: Mapped[str] = mapped_column(String(64))
 
 
