@@ -17,8 +17,9 @@ average, then the median and
 the pooled ratio. Results are appended to ``bench/results/audit_cost.jsonl`` (git-ignored).
 
 ``--cpu``: no server and no wrk: the whole ASGI app called in process, PATCH after PATCH on a
-SQLite table of 1,000 rows, rounds with and without the log alternating; the best round's CPU
-time per request each way. CPU time barely moves with the machine's load.
+table of 1,000 rows, rounds with and without the log alternating; the best round's CPU time per
+request each way (with ``--database postgresql``, the median of PostgreSQL's CPU beside it: the
+database's share and this process's, apart). CPU time barely moves with the machine's load.
 """
 
 from __future__ import annotations
@@ -351,12 +352,12 @@ def side_by_side(args: argparse.Namespace) -> None:
 # --- CPU per request, in process -----------------------------------------------------------
 
 
-async def cpu(requests: int, rounds: int) -> None:
+async def cpu(requests: int, rounds: int, postgres: bool) -> None:
     import fast_paths_cpu as fp
 
     from callplane.audit.seal import seal
 
-    async with fp.app_with_customers() as (app, _org, headers):
+    async with fp.app_with_customers(postgres) as (app, _org, headers):
 
         async def patch(n: int) -> int:
             payload = b'{"score": %d}' % (n % 1000)
@@ -368,27 +369,32 @@ async def cpu(requests: int, rounds: int) -> None:
             for n in range(300):
                 assert await patch(n) == 200
         best: dict[bool, list[float]] = {True: [], False: []}
+        server: dict[bool, list[float]] = {True: [], False: []}
         for number in range(rounds):
             for on in (True, False) if number % 2 == 0 else (False, True):
                 switch_audit(on)
-                used = time.process_time()
+                used, pg = time.process_time(), _postgres_cpu()
                 for n in range(requests):
                     await patch(n)
                 if on:  # what a worker's sealing costs the events of this round
                     await seal(app.state.runtime.db)
                 best[on].append((time.process_time() - used) / requests * 1e6)
+                server[on].append((_postgres_cpu() - pg) / requests * 1e6)
         switch_audit(True)
     on_us, off_us = min(best[True]), min(best[False])
-    print(
-        json.dumps(
-            {
-                "patch_cpu_us_with_log": round(on_us, 1),
-                "patch_cpu_us_without_log": round(off_us, 1),
-                "ratio_cpu": round(on_us / off_us, 3),
-                "load1": round(os.getloadavg()[0], 2),
-            }
-        )
-    )
+    result = {
+        "patch_cpu_us_with_log": round(on_us, 1),
+        "patch_cpu_us_without_log": round(off_us, 1),
+        "ratio_cpu": round(on_us / off_us, 3),
+    }
+    if postgres:  # the database's share, apart from this process's
+        pg_on, pg_off = statistics.median(server[True]), statistics.median(server[False])
+        result |= {
+            "postgresql_cpu_us_with_log": round(pg_on, 1),
+            "postgresql_cpu_us_without_log": round(pg_off, 1),
+            "ratio_both": round((on_us + pg_on) / (off_us + pg_off), 3),
+        }
+    print(json.dumps({**result, "load1": round(os.getloadavg()[0], 2)}))
 
 
 def main() -> None:
@@ -418,7 +424,7 @@ def main() -> None:
         seal_loop()
         return
     if args.cpu:
-        asyncio.run(cpu(args.requests, args.rounds))
+        asyncio.run(cpu(args.requests, args.rounds, args.database == "postgresql"))
         return
     if shutil.which("wrk") is None:
         sys.exit("wrk is required: apt-get install -y wrk")

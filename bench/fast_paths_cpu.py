@@ -76,12 +76,21 @@ async def call(
 
 
 @contextlib.asynccontextmanager
-async def app_with_customers() -> AsyncIterator[tuple[Any, Any, list[tuple[bytes, bytes]]]]:
-    """The app, started on a fresh SQLite file, with one organization (its key in the headers)
-    and 1,000 records of a small table: (app, organization, headers). Other in-process benches
-    (``audit_cost.py --cpu``) measure on the same data."""
+async def app_with_customers(
+    postgres: bool = False,
+) -> AsyncIterator[tuple[Any, Any, list[tuple[bytes, bytes]]]]:
+    """The app, started on a fresh SQLite file (or a fresh PostgreSQL database), with one
+    organization (its key in the headers) and 1,000 records of a small table: (app,
+    organization, headers). Other in-process benches (``audit_cost.py --cpu``) measure on the
+    same data."""
+    from custom_data import PG_ADMIN, _pg_admin, drop_pg_database
+
     work = Path(tempfile.mkdtemp(prefix="callplane-bench-cpu-"))
     url = f"sqlite:///{work / 'bench.db'}"
+    pg_name = f"callplane_bench_cpu_{work.name.rsplit('-', 1)[-1].lower()}"
+    if postgres:
+        await _pg_admin(f'CREATE DATABASE "{pg_name}"')
+        url = f"{PG_ADMIN}/{pg_name}"
     db = Database(url, pool_size=1)
     await upgrade(db)
     await db.dispose()
@@ -119,6 +128,8 @@ async def app_with_customers() -> AsyncIterator[tuple[Any, Any, list[tuple[bytes
             yield app, org, headers
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if postgres:
+            await asyncio.to_thread(drop_pg_database, pg_name)
 
 
 async def main(requests: int) -> None:
