@@ -3,7 +3,9 @@ path as one types (htmx) and on commit, the text stays, and nothing is committed
 
 from __future__ import annotations
 
-from playwright.sync_api import Page, expect
+import time
+
+from playwright.sync_api import Page, Route, expect
 
 from tests.test_dashboard_browser import (  # noqa: F401 - fixtures
     Tenant,
@@ -63,3 +65,33 @@ def test_the_tool_editor_reports_a_broken_schema_and_commits_nothing(
     page.locator("#tool-1-url").fill("https://shop.example.com/orders")
     expect(check).to_contain_text("The config is valid.")
     expect(beside).to_be_empty()
+
+
+def test_a_check_due_after_a_tools_button_is_still_a_check(
+    page: Page,  # noqa: F811
+    tenant: Tenant,  # noqa: F811
+) -> None:
+    """Typing schedules the live check; a tools button clicked before it is sent (its own
+    request, its own ``formaction``) must not become the check's action: the check still only
+    checks, and the button's action runs once."""
+    created = tenant.api.post("/agents", json={"name": "Quinn", "config": {"prompt": "Hi."}})
+    assert created.status_code == 201
+    sign_in(page, tenant)
+    page.goto(f"/dashboard/agents/{created.json()['agent']['id']}")
+    page.get_by_label("Add a tool").select_option("send_dtmf")
+
+    def slowly(route: Route) -> None:  # a busy server: the check is sent before this answers
+        time.sleep(1.2)
+        route.continue_()
+
+    page.route("**/tools", slowly)
+    page.get_by_label("Prompt (with {{variables}})").fill("Hello there.")  # the check is due
+    page.get_by_role("button", name="Add tool").click()  # before it is sent
+    check = page.locator("#config-check")
+    expect(check).to_contain_text("The config is valid.")
+    page.wait_for_timeout(1500)  # past the check's delay, whatever it did has been swapped in
+    expect(check).to_contain_text("The config is valid.")
+    expect(check.locator("#tools-editor")).to_have_count(0)
+    expect(page.locator("#tools-editor")).to_have_count(1)
+    expect(page.get_by_role("group", name="Tool tools/0: send_dtmf")).to_have_count(1)
+    expect(page.get_by_role("group", name="Tool tools/1: send_dtmf")).to_have_count(0)
