@@ -369,7 +369,7 @@ async def cpu(requests: int, rounds: int, postgres: bool) -> None:
             for n in range(300):
                 assert await patch(n) == 200
         best: dict[bool, list[float]] = {True: [], False: []}
-        server: dict[bool, list[float]] = {True: [], False: []}
+        database: dict[bool, list[float]] = {True: [], False: []}
         for number in range(rounds):
             for on in (True, False) if number % 2 == 0 else (False, True):
                 switch_audit(on)
@@ -379,7 +379,7 @@ async def cpu(requests: int, rounds: int, postgres: bool) -> None:
                 if on:  # what a worker's sealing costs the events of this round
                     await seal(app.state.runtime.db)
                 best[on].append((time.process_time() - used) / requests * 1e6)
-                server[on].append((_postgres_cpu() - pg) / requests * 1e6)
+                database[on].append((_postgres_cpu() - pg) / requests * 1e6)
         switch_audit(True)
     on_us, off_us = min(best[True]), min(best[False])
     result = {
@@ -388,7 +388,7 @@ async def cpu(requests: int, rounds: int, postgres: bool) -> None:
         "ratio_cpu": round(on_us / off_us, 3),
     }
     if postgres:  # the database's share, apart from this process's
-        pg_on, pg_off = statistics.median(server[True]), statistics.median(server[False])
+        pg_on, pg_off = statistics.median(database[True]), statistics.median(database[False])
         result |= {
             "postgresql_cpu_us_with_log": round(pg_on, 1),
             "postgresql_cpu_us_without_log": round(pg_off, 1),

@@ -27,7 +27,7 @@ from typing import Any, cast
 import orjson
 import sqlalchemy as sa
 
-from callplane.kit.driver import Db, at_commit_statement, driver_of, fixed_statement
+from callplane.kit.driver import Db, at_commit_statement, driver_of
 from callplane.models.audit import AuditPending
 
 #: The hash the first event of every chain follows.
@@ -89,7 +89,7 @@ def _record() -> sa.ClauseElement:
     return sa.insert(_PENDING).inline().values({name: sa.bindparam(name) for name in FIELDS})
 
 
-_RECORD = at_commit_statement("audit.record", _record)
+_record_for = at_commit_statement("audit.record", _record)
 
 
 async def append(db: Db, event: Event) -> None:
@@ -113,4 +113,4 @@ async def append(db: Db, event: Event) -> None:
         "ip": event.ip,
         "request_id": event.request_id,
     }
-    await driver.run_at_commit(fixed_statement(_RECORD, driver.dialect, _record), values)
+    await driver.run_at_commit(_record_for(driver.dialect), values)

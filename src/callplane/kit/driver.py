@@ -190,11 +190,18 @@ def fixed_statement(
 _at_commit: dict[str, Callable[[], ClauseElement]] = {}
 
 
-def at_commit_statement(name: str, build: Callable[[], ClauseElement]) -> str:
+def at_commit_statement(
+    name: str, build: Callable[[], ClauseElement]
+) -> Callable[[Dialect], Prepared]:
     """Declare the fixed statement ``name`` (``build`` makes it) as one run with COMMITs;
-    declared at import, before a pool opens. Returns ``name``."""
+    declared at import, before a pool opens. Returns what gives its compiled form for a
+    dialect (``fixed_statement``)."""
     _at_commit[name] = build
-    return name
+
+    def compiled(dialect: Dialect) -> Prepared:
+        return fixed_statement(name, dialect, build)
+
+    return compiled
 
 
 @functools.cache
