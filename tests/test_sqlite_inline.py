@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import types
 
 import pytest
 
@@ -61,3 +62,53 @@ async def test_concurrent_writers_all_succeed(make_app):
             )
         )
     assert [r.status_code for r in responses] == [201] * 30
+
+
+async def test_a_waiter_retries_often_at_first_and_backs_off_on_a_long_wait(tmp_path, monkeypatch):
+    """Pauses stop growing at 2 ms while the wait is short (a transaction holds the lock well
+    under a millisecond), and grow to 20 ms once it has lasted 0.1 s (a migration, an import),
+    so many waiters do not spin through a long hold."""
+    path = str(tmp_path / "lock.db")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode=WAL")
+    waiter = sqlite3.connect(path, isolation_level=None)
+    clock = [1000.0]
+    pauses: list[float] = []
+
+    class Clock:
+        @staticmethod
+        def monotonic() -> float:
+            return clock[0]
+
+    async def sleep(pause: float) -> None:
+        pauses.append(pause)
+        clock[0] += pause
+        if clock[0] > 1000.3:
+            holder.execute("COMMIT")  # the long hold ends
+
+    monkeypatch.setattr(sqlite_inline, "time", Clock)
+    loop_module = types.SimpleNamespace(sleep=sleep, current_task=asyncio.current_task)
+    monkeypatch.setattr(sqlite_inline, "asyncio", loop_module)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        await sqlite_inline.begin_immediate(waiter, 5000)
+        assert waiter.in_transaction  # it got the lock once the holder let go
+        waiter.execute("ROLLBACK")
+    finally:
+        sqlite_inline.released(waiter)
+        waiter.close()
+        holder.close()
+    short = [pause for pause, at in zip(pauses, _running_sum(pauses), strict=True) if at <= 0.1]
+    long = pauses[len(short) :]
+    assert short[:3] == [0.0005, 0.001, 0.002]
+    assert set(short[2:]) == {0.002}  # many quick retries while the wait is short
+    assert long and max(long) == 0.02 and long == sorted(long)  # then backing off
+
+
+def _running_sum(values: list[float]) -> list[float]:
+    """The time waited before each pause."""
+    total, before = 0.0, []
+    for value in values:
+        before.append(total)
+        total += value
+    return before
