@@ -5,13 +5,13 @@ GET /audit_log filters it; ``callplane audit verify`` finds a changed or deleted
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 import sqlalchemy as sa
 
-from callplane.audit.chain import Event, append
+from callplane.audit.chain import Event, append, utc_text
 from callplane.audit.seal import seal
 from callplane.audit.verify import verify
 from callplane.kit.tenancy import delete_owned, select_owned, update_owned
@@ -585,3 +585,13 @@ async def test_an_event_goes_with_the_commit_as_a_statement_prepared_on_the_conn
             )
         )
     assert stored == "x'y"
+
+
+@pytest.mark.parametrize(
+    "stored",
+    ["2026-11-28 02:54:00.000000", "2026-11-28 02:54:00.123456", "1999-12-31 23:59:59.999999"],
+)
+def test_a_timestamp_as_sqlite_stores_it_is_hashed_as_the_moment_itself(stored):
+    """Sealing reads SQLite's text; verify reads the moment: both must hash the same body."""
+    moment = datetime.fromisoformat(stored).replace(tzinfo=UTC)
+    assert utc_text(stored) == utc_text(moment) == moment.isoformat(timespec="microseconds")

@@ -47,6 +47,8 @@ FIELDS = (
 )
 
 _AT = FIELDS.index("at")
+#: How SQLite stores a timestamp: ``YYYY-MM-DD HH:MM:SS.ffffff``, naive UTC.
+_STORED_LENGTH = 26
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs a request several µs to build
@@ -64,6 +66,10 @@ class Event:
 def utc_text(at: datetime | str) -> str:
     """``at`` as the body writes it; SQLite's driver reads a timestamp as its stored text,
     naive UTC."""
+    if isinstance(at, str) and len(at) == _STORED_LENGTH and at[10] == " ":
+        # SQLite's stored form, always with microseconds: rewritten as text, sealing pays
+        # 0.15 µs an event instead of 1.5 µs to parse and print it.
+        return f"{at[:10]}T{at[11:]}+00:00"
     moment = at if isinstance(at, datetime) else datetime.fromisoformat(at)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
