@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sqlite3
 import types
 
@@ -98,17 +99,10 @@ async def test_a_waiter_retries_often_at_first_and_backs_off_on_a_long_wait(tmp_
         sqlite_inline.released(waiter)
         waiter.close()
         holder.close()
-    short = [pause for pause, at in zip(pauses, _running_sum(pauses), strict=True) if at <= 0.1]
+    # The time waited before each pause (and, last and unused, in all).
+    waited_before = itertools.accumulate(pauses, initial=0.0)
+    short = [pause for pause, at in zip(pauses, waited_before, strict=False) if at <= 0.1]
     long = pauses[len(short) :]
     assert short[:3] == [0.0005, 0.001, 0.002]
     assert set(short[2:]) == {0.002}  # many quick retries while the wait is short
     assert long and max(long) == 0.02 and long == sorted(long)  # then backing off
-
-
-def _running_sum(values: list[float]) -> list[float]:
-    """The time waited before each pause."""
-    total, before = 0.0, []
-    for value in values:
-        before.append(total)
-        total += value
-    return before
