@@ -66,9 +66,9 @@ async def test_concurrent_writers_all_succeed(make_app):
 
 
 async def test_a_waiter_retries_often_at_first_and_backs_off_on_a_long_wait(tmp_path, monkeypatch):
-    """Pauses stop growing at 2 ms while the wait is short (a transaction holds the lock well
-    under a millisecond), and grow to 20 ms once it has lasted 0.1 s (a migration, an import),
-    so many waiters do not spin through a long hold."""
+    """Pauses stay at 0.25 ms while the wait is short (a transaction holds the lock well under a
+    millisecond, and only one writer per process retries), and double to 20 ms once it has
+    lasted 0.1 s (a migration, an import)."""
     path = str(tmp_path / "lock.db")
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("PRAGMA journal_mode=WAL")
@@ -92,7 +92,7 @@ async def test_a_waiter_retries_often_at_first_and_backs_off_on_a_long_wait(tmp_
     monkeypatch.setattr(sqlite_inline, "asyncio", loop_module)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        await sqlite_inline.begin_immediate(waiter, 5000)
+        await sqlite_inline.begin_immediate(waiter, 5000, path=path)
         assert waiter.in_transaction  # it got the lock once the holder let go
         waiter.execute("ROLLBACK")
     finally:
@@ -103,6 +103,48 @@ async def test_a_waiter_retries_often_at_first_and_backs_off_on_a_long_wait(tmp_
     waited_before = itertools.accumulate(pauses, initial=0.0)
     short = [pause for pause, at in zip(pauses, waited_before, strict=False) if at <= 0.1]
     long = pauses[len(short) :]
-    assert short[:3] == [0.0005, 0.001, 0.002]
-    assert set(short[2:]) == {0.002}  # many quick retries while the wait is short
+    assert set(short) == {0.00025}  # many quick retries while the wait is short
     assert long and max(long) == 0.02 and long == sorted(long)  # then backing off
+
+
+async def test_one_writer_per_process_retries_while_another_process_holds_the_lock(
+    tmp_path, monkeypatch
+):
+    """The rest wait at the process's gate and are woken, in turn, as each writer commits."""
+    path = str(tmp_path / "gate.db")
+    holder = sqlite3.connect(path, isolation_level=None)  # another process's writer
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("CREATE TABLE t (n INTEGER)")
+    retried_by: set[asyncio.Task[object] | None] = set()
+    real_sleep = asyncio.sleep
+
+    async def sleep(pause: float) -> None:
+        retried_by.add(asyncio.current_task())
+        await real_sleep(pause)
+
+    monkeypatch.setattr(sqlite_inline.asyncio, "sleep", sleep)
+    committed: list[int] = []
+
+    async def write(n: int) -> None:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            await sqlite_inline.begin_immediate(conn, 5000, path=path)
+            conn.execute("INSERT INTO t VALUES (?)", (n,))
+            await real_sleep(0)  # other tasks run while the transaction is open
+            conn.commit()
+            committed.append(n)
+        finally:
+            sqlite_inline.released(conn)
+            conn.close()
+
+    holder.execute("BEGIN IMMEDIATE")
+    writers = [asyncio.create_task(write(n)) for n in range(8)]
+    await real_sleep(0.05)
+    assert committed == [] and len(retried_by) == 1  # one retries, seven wait at the gate
+    holder.execute("COMMIT")
+    await asyncio.wait_for(asyncio.gather(*writers), 5)
+    holder.close()
+    assert sorted(committed) == list(range(8))
+    check = sqlite3.connect(path)
+    assert check.execute("SELECT count(*) FROM t").fetchone() == (8,)
+    check.close()

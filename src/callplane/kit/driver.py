@@ -500,7 +500,7 @@ class SqlitePool:
         conn = connection._conn
         try:
             if write:
-                await begin_immediate(conn, self._busy_timeout_ms)
+                await begin_immediate(conn, self._busy_timeout_ms, path=self._path)
             else:
                 conn.execute("BEGIN")
         except sqlite3.Error as error:

@@ -8,15 +8,16 @@ SQLite servers do.
 
 The one call that could hold the loop is waiting for another writer's lock. Write transactions
 begin with ``BEGIN IMMEDIATE``; here that statement runs with a zero busy timeout and, while the
-database is locked, is retried after an ``asyncio.sleep`` with growing pauses, so other requests
-keep being served meanwhile. In WAL mode nothing else waits: readers never block, and a writer
-holding the write lock commits without waiting for readers.
+database is locked, is retried after short ``asyncio.sleep`` pauses (growing on a long wait), so
+other requests keep being served meanwhile. In WAL mode nothing else waits: readers never block,
+and a writer holding the write lock commits without waiting for readers.
 
-So writers wait only on one another, and each write transaction is short. The one wait that can
-never end is a task opening a second write transaction while its first still holds the lock (the
-first cannot commit until the second begins): that is refused at once as a bug
-(``NestedWriteError``), instead of stalling the task, and every writer behind it, until the lock
-wait gives up.
+So writers wait only on one another, and each write transaction is short. Within one process
+they take turns at a gate first (``callplane.kit.write_gate``): only the gate's holder retries
+against writers of other processes. The one wait that can never end is a task opening a second
+write transaction while its first still holds the lock (the first cannot commit until the second
+begins): that is refused at once as a bug (``NestedWriteError``), instead of stalling the task,
+and every writer behind it, until the lock wait gives up.
 """
 
 from __future__ import annotations
@@ -28,17 +29,16 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from callplane.kit.write_gate import WriteGate, WriteGateTimeout, gate_for
+
 #: How long a writer waits for the write lock before giving up ("database is locked").
 LOCK_WAIT_SECONDS = 10.0
-_FIRST_PAUSE = 0.0005
-#: A write transaction holds the lock for well under a millisecond, so a waiter's pause stops
-#: growing at ``_SHORT_WAIT_PAUSE`` at first. With pauses doubling to 20 ms, a waiter slept long
-#: after the lock was free, and the requests that had waited longest tried least often: under
-#: wrk -c32 on custom-data PATCHes (two servers side by side, ``docs/privacy.md``) the p99 fell
-#: from 146-195 ms to 100-120 ms, at the same req/s. Only a wait that has already lasted
-#: ``_SHORT_WAIT_SECONDS`` (a migration, an import) backs off to ``_LONGEST_PAUSE``, so many
-#: waiters do not spin through it.
-_SHORT_WAIT_PAUSE = 0.002
+#: Only one writer of each process retries (the others wait at its ``WriteGate``), so it can
+#: retry often: a write transaction holds the lock for well under a millisecond, and a waiter
+#: that slept longer left the lock idle after it was free. Measured under wrk -c32 on custom-data
+#: PATCHes, two servers side by side (``docs/internals.md``). Only a wait that has already lasted
+#: ``_SHORT_WAIT_SECONDS`` (a migration, an import) backs off, doubling to ``_LONGEST_PAUSE``.
+_SHORT_WAIT_PAUSE = 0.00025
 _SHORT_WAIT_SECONDS = 0.1
 _LONGEST_PAUSE = 0.02
 
@@ -53,6 +53,8 @@ _writing: weakref.WeakKeyDictionary[asyncio.Task[Any], sqlite3.Connection] = (
 )
 #: Which task began the write transaction open on a connection (by the connection's id).
 _began_by: dict[int, asyncio.Task[Any]] = {}
+#: The gate held by the write transaction open on a connection (by the connection's id).
+_holding: dict[int, WriteGate] = {}
 
 
 def _refuse_nested(conn: sqlite3.Connection) -> None:
@@ -75,10 +77,14 @@ def _refuse_nested(conn: sqlite3.Connection) -> None:
 
 
 def released(conn: sqlite3.Connection) -> None:
-    """The write transaction on ``conn`` ended (commit or rollback): its task holds none."""
+    """The write transaction on ``conn`` ended (commit or rollback): its task holds none, and
+    the next writer of this process may begin."""
     task = _began_by.pop(id(conn), None)
     if task is not None and _writing.get(task) is conn:
         del _writing[task]
+    gate = _holding.pop(id(conn), None)
+    if gate is not None:
+        gate.leave()
 
 
 def _is_locked(error: sqlite3.OperationalError) -> bool:
@@ -141,10 +147,11 @@ class InlineCursor:
 class InlineConnection:
     """The subset of ``aiosqlite.Connection`` that SQLAlchemy's aiosqlite dialect uses."""
 
-    def __init__(self, conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    def __init__(self, conn: sqlite3.Connection, busy_timeout_ms: int, path: str) -> None:
         self._conn = conn
         self._tx = _RunNow()
         self._busy_timeout_ms = busy_timeout_ms
+        self._path = path
 
     @property
     def sqlite(self) -> sqlite3.Connection:
@@ -178,13 +185,14 @@ class InlineConnection:
         self._conn.close()
 
     def stop(self) -> None:
+        released(self._conn)
         self._conn.close()
 
     async def create_function(self, *args: Any, **kwargs: Any) -> None:
         self._conn.create_function(*args, **kwargs)
 
     async def _begin_immediate(self, cursor: sqlite3.Cursor, sql: str) -> None:
-        await begin_immediate(self._conn, self._busy_timeout_ms, sql, cursor)
+        await begin_immediate(self._conn, self._busy_timeout_ms, sql, cursor, path=self._path)
 
 
 async def begin_immediate(
@@ -192,13 +200,35 @@ async def begin_immediate(
     busy_timeout_ms: int,
     sql: str = "BEGIN IMMEDIATE",
     cursor: sqlite3.Cursor | None = None,
+    *,
+    path: str,
 ) -> None:
-    """Begin a write transaction, waiting for another writer's lock without holding the loop."""
+    """Begin a write transaction on the database file ``path``, behind this process's other
+    writers of it, then waiting for other processes' writers without holding the loop."""
     _refuse_nested(conn)
-    started = time.monotonic()
-    deadline = started + LOCK_WAIT_SECONDS
-    short_until = started + _SHORT_WAIT_SECONDS
-    pause = _FIRST_PAUSE
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    try:
+        gate = gate_for(path)
+        try:
+            await gate.enter(deadline)
+        except WriteGateTimeout as error:
+            raise sqlite3.OperationalError(str(error)) from None
+        _holding[id(conn)] = gate
+        await _retry_begin(conn, busy_timeout_ms, sql, cursor, deadline)
+    except BaseException:
+        released(conn)
+        raise
+
+
+async def _retry_begin(
+    conn: sqlite3.Connection,
+    busy_timeout_ms: int,
+    sql: str,
+    cursor: sqlite3.Cursor | None,
+    deadline: float,
+) -> None:
+    short_until = time.monotonic() + _SHORT_WAIT_SECONDS
+    pause = _SHORT_WAIT_PAUSE
     run = cursor if cursor is not None else conn
     conn.execute("PRAGMA busy_timeout=0")
     try:
@@ -211,7 +241,8 @@ async def begin_immediate(
                 if not _is_locked(error) or now >= deadline:
                     raise
             await asyncio.sleep(pause)
-            pause = min(pause * 2, _SHORT_WAIT_PAUSE if now < short_until else _LONGEST_PAUSE)
+            if now >= short_until:
+                pause = min(pause * 2, _LONGEST_PAUSE)
     finally:
         conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
 
@@ -222,6 +253,6 @@ def inline_connector(path: str, busy_timeout_ms: int) -> Callable[[], Any]:
     async def connect() -> InlineConnection:
         # isolation_level=None: transactions are begun explicitly (see callplane.kit.db).
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        return InlineConnection(conn, busy_timeout_ms)
+        return InlineConnection(conn, busy_timeout_ms, path)
 
     return connect
