@@ -38,7 +38,7 @@ LOCK_WAIT_SECONDS = 10.0
 #: that slept longer left the lock idle after it was free. Measured under wrk -c32 on custom-data
 #: PATCHes, two servers side by side (``docs/internals.md``). Only a wait that has already lasted
 #: ``_SHORT_WAIT_SECONDS`` (a migration, an import) backs off, doubling to ``_LONGEST_PAUSE``.
-_SHORT_WAIT_PAUSE = 0.00025
+_SHORT_WAIT_PAUSE = 0.0005
 _SHORT_WAIT_SECONDS = 0.1
 _LONGEST_PAUSE = 0.02
 
