@@ -143,6 +143,37 @@ async def start_sipp(
     """SIPp in server mode (no ``remote``) or calling ``remote`` (dialling ``service``) once, or
     ``calls`` times at ``rate`` calls a second."""
     assert SIPP is not None
+    for attempt in range(_START_ATTEMPTS):
+        sipp = await _start_once(scenario, remote, service, timeout_seconds, calls, rate)
+        if remote is not None:
+            return sipp
+        try:
+            await _wait_listening(sipp.port, sipp.process)
+            return sipp
+        except SippExitedEarly:
+            # Its ports were free when chosen and taken before it bound them (another test
+            # run shares the machine): seen in CI as exit 254. New ports, a new SIPp.
+            if attempt == _START_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+_START_ATTEMPTS = 3
+
+
+class SippExitedEarly(RuntimeError):
+    pass
+
+
+async def _start_once(
+    scenario: Path,
+    remote: tuple[str, int] | None,
+    service: str | None,
+    timeout_seconds: int,
+    calls: int,
+    rate: float | None,
+) -> Sipp:
+    assert SIPP is not None
     port = free_udp_port()
     media = free_udp_port(pair=True)
     errors = scenario.with_suffix(".errors.log")
@@ -165,10 +196,7 @@ async def start_sipp(
         stderr=subprocess.DEVNULL,
         cwd=scenario.parent,
     )
-    sipp = Sipp(process=process, port=port, errors=errors)
-    if remote is None:
-        await _wait_listening(port, process)
-    return sipp
+    return Sipp(process=process, port=port, errors=errors)
 
 
 async def _wait_listening(port: int, process: asyncio.subprocess.Process) -> None:
@@ -178,7 +206,7 @@ async def _wait_listening(port: int, process: asyncio.subprocess.Process) -> Non
     instant made SIPp's own bind fail ("Unable to bind main socket", seen once in CI)."""
     for _ in range(200):
         if process.returncode is not None:
-            raise RuntimeError(f"SIPp exited early ({process.returncode})")
+            raise SippExitedEarly(f"SIPp exited early ({process.returncode})")
         if _udp_bound(port):
             return
         await asyncio.sleep(0.02)
