@@ -131,6 +131,13 @@ class Sipp:
             await self.process.wait()
 
 
+_START_ATTEMPTS = 3
+
+
+class SippExitedEarly(RuntimeError):
+    pass
+
+
 async def start_sipp(
     scenario: Path,
     *,
@@ -142,7 +149,6 @@ async def start_sipp(
 ) -> Sipp:
     """SIPp in server mode (no ``remote``) or calling ``remote`` (dialling ``service``) once, or
     ``calls`` times at ``rate`` calls a second."""
-    assert SIPP is not None
     for attempt in range(_START_ATTEMPTS):
         sipp = await _start_once(scenario, remote, service, timeout_seconds, calls, rate)
         if remote is not None:
@@ -156,13 +162,6 @@ async def start_sipp(
             if attempt == _START_ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
-
-
-_START_ATTEMPTS = 3
-
-
-class SippExitedEarly(RuntimeError):
-    pass
 
 
 async def _start_once(
