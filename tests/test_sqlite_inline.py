@@ -6,10 +6,13 @@ import asyncio
 import itertools
 import sqlite3
 import types
+from typing import Any
 
 import pytest
+from sqlalchemy.dialects import sqlite
 
 from callplane.kit import sqlite_inline
+from callplane.kit.driver import SqlitePool
 from tests.conftest import BACKEND, client_for
 from tests.factories import make_org
 
@@ -147,4 +150,41 @@ async def test_one_writer_per_process_retries_while_another_process_holds_the_lo
     assert sorted(committed) == list(range(8))
     check = sqlite3.connect(path)
     assert check.execute("SELECT count(*) FROM t").fetchone() == (8,)
+    check.close()
+
+
+async def test_writers_waiting_for_their_turn_hold_no_connection(tmp_path, monkeypatch):
+    """A pool keeps ten idle connections: writers queued behind another process's lock take
+    theirs only when their turn comes, so a queue longer than the pool opens none beyond it."""
+    path = str(tmp_path / "turns.db")
+    holder = sqlite3.connect(path, isolation_level=None)  # another process's writer
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("CREATE TABLE t (n INTEGER)")
+    pool = SqlitePool(path, sqlite.dialect(), busy_timeout_ms=5000, size=10)
+    opened = 0
+    real_open = pool._open
+
+    def counting_open() -> Any:
+        nonlocal opened
+        opened += 1
+        return real_open()
+
+    monkeypatch.setattr(pool, "_open", counting_open)
+
+    async def write(n: int) -> None:
+        connection = await pool.begin(write=True)
+        connection._conn.execute("INSERT INTO t VALUES (?)", (n,))  # type: ignore[attr-defined]
+        await pool.end(connection, commit=True)
+
+    holder.execute("BEGIN IMMEDIATE")
+    writers = [asyncio.create_task(write(n)) for n in range(30)]
+    await asyncio.sleep(0.05)
+    assert opened == 1  # the one whose turn it is, retrying; 29 wait with none
+    holder.execute("COMMIT")
+    await asyncio.wait_for(asyncio.gather(*writers), 5)
+    holder.close()
+    await pool.close()
+    assert opened == 1  # each writer in turn took the connection the one before gave back
+    check = sqlite3.connect(path)
+    assert check.execute("SELECT count(*) FROM t").fetchone() == (30,)
     check.close()

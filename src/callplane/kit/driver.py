@@ -41,7 +41,13 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from callplane.kit import jsonvalues, wiretext
 from callplane.kit.db import tune_sqlite_connection
-from callplane.kit.sqlite_inline import InlineConnection, begin_immediate, released
+from callplane.kit.sqlite_inline import (
+    InlineConnection,
+    begin_immediate,
+    leave_write_turn,
+    released,
+    take_write_turn,
+)
 
 _Processor = Callable[[Any], Any] | None
 _PLACEHOLDER = re.compile(r"\$(\d+)")
@@ -496,11 +502,23 @@ class SqlitePool:
         return _Sqlite(conn, self._dialect)
 
     async def begin(self, *, write: bool) -> DriverConnection:
-        connection = self._idle.pop() if self._idle else self._open()
+        try:
+            # A writer waits for its process's turn before it takes a connection.
+            deadline = await take_write_turn(self._path) if write else None
+        except sqlite3.Error as error:
+            raise exc.DBAPIError.instance("BEGIN", [], error, sqlite3.Error) from error
+        try:
+            connection = self._idle.pop() if self._idle else self._open()
+        except BaseException:
+            if deadline is not None:
+                leave_write_turn(self._path)
+            raise
         conn = connection._conn
         try:
-            if write:
-                await begin_immediate(conn, self._busy_timeout_ms, path=self._path)
+            if deadline is not None:
+                await begin_immediate(
+                    conn, self._busy_timeout_ms, path=self._path, deadline=deadline
+                )
             else:
                 conn.execute("BEGIN")
         except sqlite3.Error as error:

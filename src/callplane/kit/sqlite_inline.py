@@ -57,12 +57,12 @@ _began_by: dict[int, asyncio.Task[Any]] = {}
 _holding: dict[int, WriteGate] = {}
 
 
-def _refuse_nested(conn: sqlite3.Connection) -> None:
+def _refuse_nested() -> None:
     task = asyncio.current_task()
     if task is None:
         return
     held = _writing.get(task)
-    if held is not None and held is not conn and _began_by.get(id(held)) is task:
+    if held is not None and _began_by.get(id(held)) is task:
         try:
             nested = held.in_transaction
         except sqlite3.ProgrammingError:  # closed
@@ -72,6 +72,12 @@ def _refuse_nested(conn: sqlite3.Connection) -> None:
                 "a write transaction was begun while this task holds another one; "
                 "commit the first, or do the work in it"
             )
+
+
+def _register(conn: sqlite3.Connection) -> None:
+    task = asyncio.current_task()
+    if task is None:
+        return
     _writing[task] = conn
     _began_by[id(conn)] = task
 
@@ -195,6 +201,25 @@ class InlineConnection:
         await begin_immediate(self._conn, self._busy_timeout_ms, sql, cursor, path=self._path)
 
 
+async def take_write_turn(path: str) -> float:
+    """Wait for this process's turn to write the database file ``path``, before taking a
+    connection for it: writers queued at the gate hold none (a pool of ten would otherwise open
+    and close connections while more than ten wait). The deadline the write's ``BEGIN`` keeps;
+    ``begin_immediate(..., deadline=)`` then takes the turn, or ``leave_write_turn`` gives it up."""
+    _refuse_nested()
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    try:
+        await gate_for(path).enter(deadline)
+    except WriteGateTimeout as error:
+        raise sqlite3.OperationalError(str(error)) from None
+    return deadline
+
+
+def leave_write_turn(path: str) -> None:
+    """A turn taken with ``take_write_turn`` and not handed to ``begin_immediate``."""
+    gate_for(path).leave()
+
+
 async def begin_immediate(
     conn: sqlite3.Connection,
     busy_timeout_ms: int,
@@ -202,18 +227,16 @@ async def begin_immediate(
     cursor: sqlite3.Cursor | None = None,
     *,
     path: str,
+    deadline: float | None = None,
 ) -> None:
     """Begin a write transaction on the database file ``path``, behind this process's other
-    writers of it, then waiting for other processes' writers without holding the loop."""
-    _refuse_nested(conn)
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    writers of it (unless the caller already waited: ``deadline`` from ``take_write_turn``),
+    then waiting for other processes' writers without holding the loop."""
     try:
-        gate = gate_for(path)
-        try:
-            await gate.enter(deadline)
-        except WriteGateTimeout as error:
-            raise sqlite3.OperationalError(str(error)) from None
-        _holding[id(conn)] = gate
+        if deadline is None:
+            deadline = await take_write_turn(path)
+        _register(conn)
+        _holding[id(conn)] = gate_for(path)
         await _retry_begin(conn, busy_timeout_ms, sql, cursor, deadline)
     except BaseException:
         released(conn)
