@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import sqlite3
 import types
 from typing import Any
@@ -69,15 +68,16 @@ async def test_concurrent_writers_all_succeed(make_app):
 
 
 async def test_a_waiter_retries_often_at_first_and_backs_off_on_a_long_wait(tmp_path, monkeypatch):
-    """Pauses stay at 0.5 ms while the wait is short (a transaction holds the lock well under a
-    millisecond, and only one writer per process retries), and double to 20 ms once it has
-    lasted 0.1 s (a migration, an import)."""
+    """A waiter retries at every turn of the loop for 2 ms (a request holds the lock well under
+    a millisecond, and only one writer per process retries), then every millisecond, and backs
+    off to 20 ms once the wait has lasted 0.1 s (a migration, an import)."""
     path = str(tmp_path / "lock.db")
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("PRAGMA journal_mode=WAL")
     waiter = sqlite3.connect(path, isolation_level=None)
     clock = [1000.0]
     pauses: list[float] = []
+    waited_before: list[float] = []  # how long the waiter had waited at each pause
 
     class Clock:
         @staticmethod
@@ -86,7 +86,8 @@ async def test_a_waiter_retries_often_at_first_and_backs_off_on_a_long_wait(tmp_
 
     async def sleep(pause: float) -> None:
         pauses.append(pause)
-        clock[0] += pause
+        waited_before.append(clock[0] - 1000.0)
+        clock[0] += pause or 0.0001  # a turn of the event loop takes time too
         if clock[0] > 1000.3:
             holder.execute("COMMIT")  # the long hold ends
 
@@ -102,11 +103,12 @@ async def test_a_waiter_retries_often_at_first_and_backs_off_on_a_long_wait(tmp_
         sqlite_inline.released(waiter)
         waiter.close()
         holder.close()
-    # The time waited before each pause (and, last and unused, in all).
-    waited_before = itertools.accumulate(pauses, initial=0.0)
-    short = [pause for pause, at in zip(pauses, waited_before, strict=False) if at <= 0.1]
-    long = pauses[len(short) :]
-    assert set(short) == {0.0005}  # many quick retries while the wait is short
+    waited = list(zip(pauses, waited_before, strict=True))
+    spun = [pause for pause, at in waited if at < 0.002]
+    short = [pause for pause, at in waited if 0.002 <= at <= 0.1]
+    long = [pause for pause, at in waited if at > 0.1]
+    assert set(spun) == {0}  # a hold as short as a request's: retried at every turn of the loop
+    assert set(short) == {0.001}  # then every millisecond, the shortest timer uvloop keeps
     assert long and max(long) == 0.02 and long == sorted(long)  # then backing off
 
 

@@ -8,9 +8,10 @@ SQLite servers do.
 
 The one call that could hold the loop is waiting for another writer's lock. Write transactions
 begin with ``BEGIN IMMEDIATE``; here that statement runs with a zero busy timeout and, while the
-database is locked, is retried after short ``asyncio.sleep`` pauses (growing on a long wait), so
-other requests keep being served meanwhile. In WAL mode nothing else waits: readers never block,
-and a writer holding the write lock commits without waiting for readers.
+database is locked, is retried at each turn of the event loop, then after ``asyncio.sleep`` pauses
+(growing on a long wait), so other requests keep being served meanwhile. In WAL mode nothing else
+waits: readers never block, and a writer holding the write lock commits without waiting for
+readers.
 
 So writers wait only on one another, and each write transaction is short. Within one process
 they take turns at a gate first (``callplane.kit.write_gate``): only the gate's holder retries
@@ -33,12 +34,17 @@ from callplane.kit.write_gate import WriteGate, WriteGateTimeout, gate_for
 
 #: How long a writer waits for the write lock before giving up ("database is locked").
 LOCK_WAIT_SECONDS = 10.0
-#: Only one writer of each process retries (the others wait at its ``WriteGate``), so it can
-#: retry often: a write transaction holds the lock for well under a millisecond, and a waiter
-#: that slept longer left the lock idle after it was free. Measured under wrk -c32 on custom-data
-#: PATCHes, two servers side by side (``docs/internals.md``). Only a wait that has already lasted
-#: ``_SHORT_WAIT_SECONDS`` (a migration, an import) backs off, doubling to ``_LONGEST_PAUSE``.
-_SHORT_WAIT_PAUSE = 0.0005
+#: Only one writer of each process retries (the others wait at its ``WriteGate``). Another
+#: process's request holds the lock for well under a millisecond, so for ``_SPIN_SECONDS`` the
+#: writer retries at every turn of the event loop: a waiter that slept longer left the lock idle
+#: after it was free. A longer hold (a batch of sealing, a migration) is waited out with real
+#: pauses, or the retries would take the CPU its holder needs: from ``_SHORT_WAIT_PAUSE``, the
+#: shortest timer either event loop keeps (uvloop's timers count whole milliseconds, and
+#: ``asyncio.sleep(0.0005)`` returns at once there), doubling to ``_LONGEST_PAUSE`` once the wait
+#: has lasted ``_SHORT_WAIT_SECONDS``. Measured under wrk -c32 on custom-data PATCHes, two
+#: servers side by side (``docs/internals.md``).
+_SPIN_SECONDS = 0.002
+_SHORT_WAIT_PAUSE = 0.001
 _SHORT_WAIT_SECONDS = 0.1
 _LONGEST_PAUSE = 0.02
 
@@ -250,7 +256,9 @@ async def _retry_begin(
     cursor: sqlite3.Cursor | None,
     deadline: float,
 ) -> None:
-    short_until = time.monotonic() + _SHORT_WAIT_SECONDS
+    started = time.monotonic()
+    spin_until = started + _SPIN_SECONDS
+    short_until = started + _SHORT_WAIT_SECONDS
     pause = _SHORT_WAIT_PAUSE
     run = cursor if cursor is not None else conn
     conn.execute("PRAGMA busy_timeout=0")
@@ -263,6 +271,9 @@ async def _retry_begin(
                 now = time.monotonic()
                 if not _is_locked(error) or now >= deadline:
                     raise
+            if now < spin_until:
+                await asyncio.sleep(0)
+                continue
             await asyncio.sleep(pause)
             if now >= short_until:
                 pause = min(pause * 2, _LONGEST_PAUSE)
