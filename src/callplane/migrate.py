@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from importlib.resources import files
 
 from alembic import command
@@ -43,7 +44,13 @@ async def drift(db: Database) -> list[object]:
             connection,
             opts={"compare_type": True, "include_name": include_name},
         )
-        return list(compare_metadata(context, metadata))
+        with warnings.catch_warnings():
+            # SQLite's reflection skips an index on an expression (the audit log's resource
+            # index, migration 0030), and the comparison leaves it out on both sides.
+            # (``tests/test_audit_log.py`` finds it in the query plans instead).
+            warnings.filterwarnings("ignore", "Skipped unsupported reflection of expression")
+            warnings.filterwarnings("ignore", "autogenerate skipping metadata-specified expression")
+            return list(compare_metadata(context, metadata))
 
     async with db.engine.connect() as conn:
         return await conn.run_sync(_compare)

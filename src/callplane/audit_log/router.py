@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from callplane.audit.seal import has_unsealed, seal
+from callplane.audit_log.query import filtered
 from callplane.http.deps import CurrentTenant, RuntimeDep, SessionDep
 from callplane.http.families import STATUS
 from callplane.http.responses import json_response
@@ -20,7 +21,7 @@ from callplane.kit.pagination import offset, total_pages
 from callplane.kit.schemas import UtcTimestamp
 from callplane.kit.scopes import AUDIT
 from callplane.kit.tenancy import select_owned
-from callplane.models.audit import AuditEvent
+from callplane.models.audit import AuditEvent, AuditHead
 
 router = family_router(STATUS, scopes=AUDIT, tags=["audit log"])
 
@@ -89,23 +90,21 @@ async def list_audit_events(
         # sealing transaction, and on SQLite the next read sees what sealing committed.
         await session.commit()
         await seal(runtime.db, tenant.organization_id)
-    query = select_owned(AuditEvent, tenant.organization_id)
-    for column, value in (
-        (AuditEvent.actor, actor),
-        (AuditEvent.action, action),
-        (AuditEvent.resource_id, resource_id),
-    ):
-        if value is not None:
-            query = query.where(column == value)
-    if since is not None:
-        query = query.where(AuditEvent.at >= since)
-    if until is not None:
-        query = query.where(AuditEvent.at < until)
-    total = await session.scalar(
-        sa.select(sa.func.count()).select_from(query.order_by(None).subquery())
+    newest = await session.scalar(select_owned(AuditHead, tenant.organization_id, AuditHead.seq))
+    query, order, count_in_order = filtered(
+        tenant.organization_id,
+        sqlite=session.get_bind().dialect.name == "sqlite",
+        newest_seq=int(newest or 0),
+        actor=actor,
+        action=action,
+        resource_id=resource_id,
+        since=since,
+        until=until,
     )
+    counted = query.order_by(*order) if count_in_order else query.order_by(None)
+    total = await session.scalar(sa.select(sa.func.count()).select_from(counted.subquery()))
     rows = await session.scalars(
-        query.order_by(AuditEvent.seq.desc()).offset(offset(page, page_size)).limit(page_size)
+        query.order_by(*order).offset(offset(page, page_size)).limit(page_size)
     )
     count = int(total or 0)
     return json_response(

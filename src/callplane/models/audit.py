@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, Integer, String
+from sqlalchemy import ForeignKey, Index, Integer, String, literal_column, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from callplane.models.base import Base
@@ -34,12 +34,21 @@ class _EventFields:
     request_id: Mapped[str | None] = mapped_column(String(64))
 
 
+#: Events per run of the resource filter's index (migration 0030): sealing writes into the
+#: leaves of the newest run only, and the filter reads one index range per run.
+RESOURCE_RUN_EVENTS = 16384
+#: An event's run, as the index stores it (a query must name the same expression to use it).
+resource_run = literal_column(f"(audit_events.seq / {RESOURCE_RUN_EVENTS})", Integer())
+RESOURCE_INDEX = "ix_audit_events_organization_id_run_resource_id_seq"
+
+
 class AuditEvent(_EventFields, Base):
     """A sealed event, keyed by its number in its organization's chain: sealing writes each
     event once into the table and every index, so there is no index it does not need (on SQLite
-    the rows are stored in the key's order, WITHOUT ROWID). No foreign key: sealing holds the
-    organization's head, which has one, while it writes; a trigger on ``organizations``
-    (migration 0029) removes an organization's events with it."""
+    the rows are stored in the key's order, WITHOUT ROWID), and none it writes at random: the
+    resource filter's is kept by run of ``RESOURCE_RUN_EVENTS`` numbers, then resource. No
+    foreign key: sealing holds the organization's head, which has one, while it writes; a
+    trigger on ``organizations`` (migration 0029) removes an organization's events with it."""
 
     __tablename__ = "audit_events"
     __table_args__ = (
@@ -47,8 +56,9 @@ class AuditEvent(_EventFields, Base):
         Index("ix_audit_events_organization_id_actor_seq", "organization_id", "actor", "seq"),
         Index("ix_audit_events_organization_id_action_seq", "organization_id", "action", "seq"),
         Index(
-            "ix_audit_events_organization_id_resource_id_seq",
+            RESOURCE_INDEX,
             "organization_id",
+            text(f"(seq / {RESOURCE_RUN_EVENTS})"),
             "resource_id",
             "seq",
         ),
