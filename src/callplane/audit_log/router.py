@@ -90,7 +90,10 @@ async def list_audit_events(
         # sealing transaction, and on SQLite the next read sees what sealing committed.
         await session.commit()
         await seal(runtime.db, tenant.organization_id)
-    newest = await session.scalar(select_owned(AuditHead, tenant.organization_id, AuditHead.seq))
+    newest = None
+    if resource_id is not None:  # the resource filter reads every run of the chain
+        head = select_owned(AuditHead, tenant.organization_id, AuditHead.seq)
+        newest = await session.scalar(head)
     query, order, count_in_order = filtered(
         tenant.organization_id,
         sqlite=session.get_bind().dialect.name == "sqlite",
