@@ -11,7 +11,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from callplane.audit.chain import Event, append, utc_text
+from callplane.audit.chain import FIELDS, Event, append, utc_text
 from callplane.audit.seal import seal
 from callplane.audit.verify import verify
 from callplane.kit.tenancy import delete_owned, select_owned, update_owned
@@ -460,6 +460,52 @@ async def test_an_event_is_stored_as_written_whatever_its_text(app, own):
     ]
     _, broken, checked = await _chain(app, org.id)
     assert broken is None and checked == 2
+
+
+async def test_an_event_is_stored_and_sealed_field_for_field_at_its_moment(app):
+    """Every field lands in its own column through writing and sealing (SQLite hands both the
+    driver its rows as they are), and a moment is stored as itself whatever zone it came in,
+    with or without microseconds; the chain verifies."""
+    from datetime import timezone
+
+    org = await make_org(app)
+    runtime = runtime_of(app)
+    moment = datetime(2026, 11, 28, 12, 0, 0, tzinfo=UTC)
+    written = [
+        Event(org.id, moment, "api_key:1", "a.one", "type1", "r/1", "10.0.0.1", "req_1"),
+        Event(
+            org.id,
+            moment.astimezone(timezone(timedelta(hours=5, minutes=30))).replace(microsecond=7),
+            "user:u@example.com",
+            "a.two",
+            "type2",
+            None,
+            "::1",
+            None,
+        ),
+        Event(org.id, datetime(2026, 1, 2, 3, 4, 5, 600), "system", "a.three", "type3"),
+    ]
+    async with runtime.db.session(write=True) as session:
+        for event in written:
+            await append(session, event)
+        await session.commit()
+    assert await seal(runtime.db, org.id) == 3
+    columns = [getattr(AuditEvent, name) for name in FIELDS]
+    async with runtime.db.session(write=False) as session:
+        stored = (
+            await session.execute(
+                select_owned(AuditEvent, org.id, *columns).order_by(AuditEvent.seq)
+            )
+        ).all()
+    expected = [
+        (e.organization_id, e.at if e.at.tzinfo else e.at.replace(tzinfo=UTC), e.actor, e.action)
+        + (e.resource_type, e.resource_id, e.ip, e.request_id)
+        for e in written
+    ]
+    assert [tuple(row) for row in stored] == expected
+    assert stored[1][1] == moment.replace(microsecond=7)
+    _, broken, checked = await _chain(app, org.id)
+    assert broken is None and checked == 3
 
 
 async def test_sealing_drops_the_pending_events_of_an_organization_gone(app, client):

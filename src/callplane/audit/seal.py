@@ -18,7 +18,9 @@ then an event has no hash: one deleted before it is sealed leaves no trace (``do
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -111,10 +113,21 @@ _AT = FIELDS.index("at")
 
 
 def _record_sealed() -> sa.ClauseElement:
-    """SQLite: run once per event (``executemany``: one driver call), its parameters in
-    ``_SEALED`` order (``values()`` would put them in the table's)."""
-    row = sa.select(*(sa.bindparam(name, type_=_EVENTS.c[name].type) for name in _SEALED))
-    return sa.insert(_EVENTS).inline().from_select(_SEALED, row)
+    """SQLite: run once per event (``executemany``: one driver call). A plain ``VALUES``, not
+    ``INSERT … SELECT ?…``: SQLite runs the select as a subprogram per row, which cost sealing
+    about half its time. Its parameters come in the order the statement names them
+    (``_in_order``)."""
+    return (
+        sa.insert(_EVENTS)
+        .inline()
+        .values({name: sa.bindparam(name, type_=_EVENTS.c[name].type) for name in _SEALED})
+    )
+
+
+@functools.cache
+def _in_order(names: tuple[str, ...]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """What takes a row in ``_SEALED`` order to the parameter order ``names``."""
+    return operator.itemgetter(*(_SEALED.index(name) for name in names))
 
 
 def _record_sealed_arrays() -> sa.ClauseElement:
@@ -181,7 +194,8 @@ async def seal_batch(db: Db, organization_id: int, limit: int = BATCH) -> int:
         await driver.scalar(record, columns)
     else:
         record = fixed_statement("audit.record_sealed", dialect, _record_sealed)
-        await driver.executemany_raw(record, sealed)
+        reorder = _in_order(tuple(name for name, _ in record.params))
+        await driver.executemany_raw(record, [reorder(values) for values in sealed])
     moved = await driver.scalar(
         fixed_statement("audit.advance", dialect, _advance),
         {**org, "was": head["seq"], "seq": seq, "hash": previous},

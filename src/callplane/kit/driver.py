@@ -269,6 +269,11 @@ class DriverConnection:
         columns of the same types), in the statement's parameter order."""
         raise NotImplementedError
 
+    async def execute_raw(self, prepared: Prepared, arguments: Sequence[Any]) -> None:
+        """Run ``prepared`` once with ``arguments`` already in the driver's form, in the
+        statement's parameter order: no value goes through a type's conversion."""
+        raise NotImplementedError
+
     async def run_at_commit(self, prepared: Prepared, values: Mapping[str, Any]) -> None:
         """Run ``prepared`` as the transaction's last statement: sent with its COMMIT in one
         round trip where the transaction is this module's own on PostgreSQL (``PostgresPool``),
@@ -321,6 +326,13 @@ class _Sqlite(DriverConnection):
             self._conn.executemany(prepared.sql, rows)
         except sqlite3.Error as error:
             raise exc.DBAPIError.instance(prepared.sql, rows, error, sqlite3.Error) from error
+
+    async def execute_raw(self, prepared: Prepared, arguments: Sequence[Any]) -> None:
+        self.executed += 1
+        try:
+            self._conn.execute(prepared.sql, arguments)
+        except sqlite3.Error as error:
+            raise exc.DBAPIError.instance(prepared.sql, arguments, error, sqlite3.Error) from error
 
     async def count(self, prepared: Prepared, values: Mapping[str, Any]) -> int:
         """An exact count over many rows (a list's ``total_count``) walks every matching index
