@@ -79,8 +79,8 @@ def utc_text(at: datetime | str) -> str:
 def stored_text(at: datetime) -> str:
     """``at`` as SQLite stores a timestamp (``_STORED_LENGTH``): naive UTC, always with
     microseconds, the form the column's types write."""
-    if at.tzinfo is not UTC:
-        at = at.astimezone(UTC) if at.tzinfo is not None else at
+    if at.tzinfo is not None and at.tzinfo is not UTC:
+        at = at.astimezone(UTC)
     return at.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
@@ -117,23 +117,21 @@ async def append(db: Db, event: Event) -> None:
         actor = actor.replace("\x00", "\ufffd")
     if resource_id is not None and "\x00" in resource_id:
         resource_id = resource_id.replace("\x00", "\ufffd")
+    row: list[Any] = [  # FIELDS
+        event.organization_id,
+        event.at,
+        actor,
+        event.action,
+        event.resource_type,
+        resource_id,
+        event.ip,
+        event.request_id,
+    ]
     record = _record_for(driver.dialect)
     if driver.dialect.name == "sqlite":
         # The row in the driver's own form, in FIELDS order (the statement's): the timestamp's
         # conversions through its column types cost more than the insert itself.
-        row = (event.organization_id, stored_text(event.at), actor, event.action)
-        await driver.execute_raw(
-            record, (*row, event.resource_type, resource_id, event.ip, event.request_id)
-        )
-        return
-    values = {  # FIELDS
-        "organization_id": event.organization_id,
-        "at": event.at,
-        "actor": actor,
-        "action": event.action,
-        "resource_type": event.resource_type,
-        "resource_id": resource_id,
-        "ip": event.ip,
-        "request_id": event.request_id,
-    }
-    await driver.run_at_commit(record, values)
+        row[_AT] = stored_text(event.at)
+        await driver.execute_raw(record, row)
+    else:
+        await driver.run_at_commit(record, dict(zip(FIELDS, row, strict=True)))
