@@ -5,7 +5,6 @@ and the call.analyzed webhook; and a brain that is down or silent never hangs a 
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -65,7 +64,9 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
 ) -> None:
     app = await engine_app(
         make_app,
-        simulated_call_seconds=20,
+        # Room for both ends of the race below: when the brain's "Done." is said first, the
+        # caller's last line is answered after it, about 20 s into the call.
+        simulated_call_seconds=40,
         simulated_script=SCRIPT,
         llm_base_url=brain.base_url,
         llm_model="stub-model",
@@ -81,7 +82,6 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
         )
         assert hook.status_code == 201, hook.text
         secret = hook.json()["webhook"]["secret"]
-        started = time.monotonic()
         call_id = await create_call(
             client,
             org,
@@ -97,8 +97,8 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
         call = await wait_for_call(client, org, call_id)
         events = await events_of(client, org, call_id)
 
-    # The agent ended the call itself (end_call), long before the simulated 20 s were up.
-    assert call["status"] == "completed" and time.monotonic() - started < 10
+    # The agent ended the call itself (end_call; call.ended's reason, below).
+    assert call["status"] == "completed"
     transcript = call["transcripts"]
     # find_slot is no tool of this agent: the brain is told so. The caller's next line is said
     # the moment the agent's line is played, so it races the tool call and its answer, and the
@@ -126,7 +126,7 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
         ("assistant", "You're welcome, goodbye!"),
         ("assistant", "end_call"),
         ("tool", '{"ended":true}'),
-    ]
+    ], [(e["role"], e.get("text") or e.get("function_name"), e["timestamp"]) for e in transcript]
     calls = [e for e in transcript if e.get("function_name") and e["role"] == "assistant"]
     assert [c["arguments"] for c in calls] == [{"day": "Friday"}, {"reason": "caller is done"}]
     stamps = [e["timestamp"] for e in transcript]
@@ -194,7 +194,6 @@ async def test_a_failing_brain_gets_an_apology_and_the_call_still_completes(
         )
         org = await make_org(app)
         async with client_for(app) as client:
-            started = time.monotonic()
             call_id = await create_call(
                 client,
                 org,
@@ -205,7 +204,7 @@ async def test_a_failing_brain_gets_an_apology_and_the_call_still_completes(
             call = await wait_for_call(client, org, call_id, within=10)
             events = await wait_for_event(client, org, call_id, "call.analyzed")
 
-    assert call["status"] == "completed" and time.monotonic() - started < 8
+    assert call["status"] == "completed"  # the agent hung up (call.ended, below)
     assert [(e["role"], e["text"]) for e in call["transcripts"]] == [
         ("user", "Hello?"),
         ("assistant", APOLOGY),
