@@ -58,17 +58,17 @@ def _reaches_a_database(item: pytest.Item) -> bool:
 
 def _in_real_time(item: pytest.Item) -> bool:
     """Whether a test plays or hears audio as it happens: marked ``realtime``, or its module
-    runs SIPp (``requires_sipp``) or a WebRTC peer (``tests/web_call_peer.py``)."""
+    runs SIPp (``requires_sipp``) or a WebRTC peer (``tests/web_call_peer.py``) and it is not
+    marked ``no_audio`` (a peer that never connects sends nothing: such a test need not wait for
+    the other run's audio, and may sleep beside it)."""
     module = getattr(item, "module", None)
-    if module is None:
-        return item.get_closest_marker("realtime") is not None
-    return (
-        item.get_closest_marker("realtime") is not None
-        or hasattr(module, "requires_sipp")
-        or any(
-            getattr(value, "__module__", None) == "tests.web_call_peer"
-            for value in vars(module).values()
-        )
+    if item.get_closest_marker("realtime") is not None:
+        return True
+    if module is None or item.get_closest_marker("no_audio") is not None:
+        return False
+    return hasattr(module, "requires_sipp") or any(
+        getattr(value, "__module__", None) == "tests.web_call_peer"
+        for value in vars(module).values()
     )
 
 

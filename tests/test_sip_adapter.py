@@ -123,6 +123,7 @@ async def test_agent_hangs_up_and_the_far_end_sees_our_bye(
     assert 0 < len(heard) <= 8000 * 2
 
 
+@pytest.mark.no_audio  # signalling only: no RTP flows
 @pytest.mark.parametrize(
     ("status_line", "outcome"),
     [
@@ -178,6 +179,7 @@ async def test_digest_challenge_is_answered_with_the_trunk_credentials(
     await sipp.finish_ok()
 
 
+@pytest.mark.no_audio  # signalling only: no RTP flows
 async def test_wrong_trunk_password_fails_the_call(adapter: SipAdapter, tmp_path: Path) -> None:
     audio = pcmu_file(tone_pcm(500, 0.3), tmp_path, "far.pcmu")
     scenario = answer_scenario(tmp_path, audio, hangup="far", credentials=("acme", "s3cret"))
@@ -191,6 +193,7 @@ async def test_wrong_trunk_password_fails_the_call(adapter: SipAdapter, tmp_path
     await sipp.finish_ok()
 
 
+@pytest.mark.no_audio  # signalling only: no RTP flows
 async def test_without_a_trunk_dialling_fails_cleanly(adapter: SipAdapter) -> None:
     with pytest.raises(DialFailed) as refused:
         await adapter.dial(_dial())
@@ -234,6 +237,7 @@ async def test_inbound_call_to_a_known_number_is_answered(tmp_path: Path) -> Non
     assert recording is not None and 0.8 < recording.duration_seconds < 2.0
 
 
+@pytest.mark.no_audio  # signalling only: no RTP flows
 async def test_inbound_call_to_an_unknown_number_gets_404(tmp_path: Path) -> None:
     offers: list[InboundOffer] = []
 

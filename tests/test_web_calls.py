@@ -27,6 +27,10 @@ OTHER_AGENT = "7a2d3b2f-9b54-4d4a-8b66-2e3f4a5b6c02"
 ORIGIN = "https://shop.example.com"
 TERMINAL = set(TERMINAL_STATUSES)
 
+# Most tests here exchange offers and answers, but their peer never connects (no audio flows):
+# only those marked ``realtime`` hear or play audio.
+pytestmark = pytest.mark.no_audio
+
 
 async def _app(make_app: AppFactory, **overrides: Any) -> Any:
     # Browsers that go away without connecting are given up on soon.
@@ -312,6 +316,7 @@ async def test_the_preflight_allows_only_an_origin_a_live_token_names(make_app):
 # -- a whole call, and a silent one ----------------------------------------------------------
 
 
+@pytest.mark.realtime
 async def test_a_microphone_that_sends_only_silence_is_hung_up(make_app):
     app = await _app(make_app, web_call_silence_seconds=2)
     org = await _org_with_agent(app)
@@ -462,6 +467,7 @@ async def test_two_requests_racing_with_one_token_make_one_call(make_app):
             await peer.close()
 
 
+@pytest.mark.realtime
 async def test_the_recogniser_hears_the_browsers_wideband_audio() -> None:
     from aiortc.mediastreams import MediaStreamError
 
@@ -521,6 +527,7 @@ async def test_a_web_call_over_the_organizations_limit_is_a_429(make_app):
             await peer.close()
 
 
+@pytest.mark.realtime
 async def test_the_page_hangs_up_over_the_data_channel(make_app):
     app = await _app(make_app)
     org = await _org_with_agent(app)
@@ -548,6 +555,7 @@ async def test_the_page_hangs_up_over_the_data_channel(make_app):
     assert {"type": "ended", "by": "remote"} in peer.messages
 
 
+@pytest.mark.realtime
 async def test_a_web_call_opens_with_the_agents_disclosure(make_app):
     app = await _app(make_app)
     org = await make_org(app)
