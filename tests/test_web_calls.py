@@ -34,7 +34,12 @@ pytestmark = pytest.mark.no_audio
 
 async def _app(make_app: AppFactory, **overrides: Any) -> Any:
     # Browsers that go away without connecting are given up on soon.
-    return await make_app(web_call_connect_seconds=5, **overrides)
+    return await make_app(**{"web_call_connect_seconds": 5, **overrides})
+
+
+#: For a test whose call only has to end, never to be live at a given moment: its peer never
+#: connects, and the test waits for the server to give up on it.
+GIVE_UP_AT_ONCE = {"web_call_connect_seconds": 1}
 
 
 async def _org_with_agent(app: Any, name: str = "Acme", agent: str = AGENT) -> OrgHandle:
@@ -255,7 +260,7 @@ async def test_a_token_is_spent_once_from_its_origin_only(make_app):
 
 
 async def test_an_expired_token_or_another_organizations_is_refused(make_app):
-    app = await _app(make_app)
+    app = await _app(make_app, **GIVE_UP_AT_ONCE)
     org = await _org_with_agent(app)
     other = await _org_with_agent(app, "Other", OTHER_AGENT)
     peer, offer = await _offer()
@@ -362,7 +367,7 @@ async def test_listed_cors_origins_leave_web_calls_to_their_tokens(make_app):
 
 
 async def test_web_calls_are_listed_by_their_direction(make_app):
-    app = await _app(make_app)
+    app = await _app(make_app, **GIVE_UP_AT_ONCE)
     org = await _org_with_agent(app)
     peer, offer = await _offer()
     try:
@@ -393,7 +398,7 @@ async def test_web_calls_are_listed_by_their_direction(make_app):
 async def test_the_dashboard_mints_a_token_for_its_own_page_only(make_app):
     from tests.dashboard_support import browser_client, csrf_of, make_person, sign_in
 
-    app = await _app(make_app)
+    app = await _app(make_app, **GIVE_UP_AT_ONCE)
     org = await _org_with_agent(app)
     other = await _org_with_agent(app, "Other", OTHER_AGENT)
     person = await make_person(app, org)
@@ -441,7 +446,7 @@ async def test_the_dashboard_mints_a_token_for_its_own_page_only(make_app):
 
 
 async def test_two_requests_racing_with_one_token_make_one_call(make_app):
-    app = await _app(make_app)
+    app = await _app(make_app, **GIVE_UP_AT_ONCE)
     org = await _org_with_agent(app)
     peers = [Peer(), Peer()]
     offers = [await peer.offer() for peer in peers]
