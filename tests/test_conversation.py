@@ -64,9 +64,7 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
 ) -> None:
     app = await engine_app(
         make_app,
-        # Room for both ends of the race below: when the brain's "Done." is said first, the
-        # caller's last line is answered after it, about 20 s into the call.
-        simulated_call_seconds=40,
+        simulated_call_seconds=20,
         simulated_script=SCRIPT,
         llm_base_url=brain.base_url,
         llm_model="stub-model",
@@ -108,6 +106,9 @@ async def test_a_three_turn_conversation_is_transcribed_summarised_and_analyzed(
         for e in transcript
         if e.get("text") != "Done."
     ]
+    # The call was asked for in the line: it follows the line, before the caller's answer to it
+    # (recorded first or not).
+    assert lines[6] == ("assistant", "find_slot"), lines
     racing = lines[6:9]
     assert ("user", SCRIPT[2]) in racing, lines
     racing.remove(("user", SCRIPT[2]))

@@ -101,6 +101,16 @@ class ChatHistory:
         self.transcript.insert(index, entry)
         return item
 
+    def add_after(self, item: AnItem, anchor: Item) -> AnItem:
+        """Record ``item`` right after ``anchor``, at its moment: what came with it (a line's
+        tool calls) goes before anything said since, whatever the order it is recorded in."""
+        index = self._index(anchor) + 1
+        item.timestamp = anchor.timestamp
+        entry = self._entry(item)
+        self.items.insert(index, item)
+        self.transcript.insert(index, entry)
+        return item
+
     def _entry(self, item: Item, *, count: bool = True) -> dict[str, Any]:
         """The item's transcript entry, redacted (and, with ``llm``, the item as well)."""
         redactor = self.redactor

@@ -242,12 +242,13 @@ class Generation:
             # Tools were not offered this time: what was said stands, the calls are dropped.
             log.warning("the brain asked for tools it was not offered; ignored")
             return []
-        # Asked for in the line, so placed no earlier than it (a line queued behind another is
-        # placed where it begins to be heard): the brain reads the line before its calls.
+        # Asked for in the line, so placed with it, right after it: the brain reads the line,
+        # then its calls, then what the caller said in answer to the line (recorded first when
+        # the caller spoke as the line ended). Without a line, where they are asked for.
         now = time.monotonic()
         if reply.sentences:
             now = max(now, reply.sentences[0][0])
-        calls = [self.transcript.call(now, call) for call in tool_calls]
+        calls = [self.transcript.call(now, call, after=reply.entry) for call in tool_calls]
         await turns.report(timing, reply.first_media_at, self.transcript.elapsed, self.report)
         return calls
 

@@ -55,11 +55,26 @@ class TranscriptLog:
             redactor.said.append((role, said.timestamp, end))
         return said
 
-    def call(self, at: float, call: ToolCall) -> ToolCall:
-        """Record the brain's call; the call as the toolbox runs it, with the history's id."""
+    def call(self, at: float, call: ToolCall, after: Said | None = None) -> ToolCall:
+        """Record the brain's call; the call as the toolbox runs it, with the history's id.
+        ``after``: the line it was asked for in, which its calls follow at once, at its moment
+        (a caller who answered the line spoke after them, whenever that was recorded)."""
         call = replace(call, call_id=self.history.call_id())
-        stamp = self._called[call.call_id] = self._stamp(at)
-        self.history.add(ToolCalled(call.call_id, call.name, call.arguments, stamp))
+        called = ToolCalled(call.call_id, call.name, call.arguments, self._stamp(at))
+        items = self.history.items
+        line = next((n for n, item in enumerate(items) if item is after), None)
+        if after is not None and after.timestamp is not None and line is not None:
+            # After the line's calls recorded before this one, in the order asked for.
+            anchor: Said | ToolCalled = after
+            for item in items[line + 1 :]:
+                if not isinstance(item, ToolCalled) or item.timestamp != after.timestamp:
+                    break
+                anchor = item
+            self.history.add_after(called, anchor)
+        else:
+            self.history.add(called)
+        assert called.timestamp is not None
+        self._called[call.call_id] = called.timestamp
         return call
 
     def answer(self, at: float, call: ToolCall, text: str) -> None:
