@@ -101,10 +101,18 @@ class ChatHistory:
         self.transcript.insert(index, entry)
         return item
 
-    def add_after(self, item: AnItem, anchor: Item) -> AnItem:
-        """Record ``item`` right after ``anchor``, at its moment: what came with it (a line's
-        tool calls) goes before anything said since, whatever the order it is recorded in."""
-        index = self._index(anchor) + 1
+    def add_after(self, item: ToolCalled, anchor: Item) -> ToolCalled:
+        """Record ``item`` with ``anchor``, at its moment: after it and the calls already
+        recorded with it, before anything said since, whatever the order it was recorded in (a
+        line's tool calls). Where ``anchor`` is no longer kept, in timestamp order."""
+        index = next((n + 1 for n, kept in enumerate(self.items) if kept is anchor), None)
+        if index is None or anchor.timestamp is None:
+            return self.add(item)
+        while index < len(self.items):
+            following = self.items[index]
+            if not isinstance(following, ToolCalled) or following.timestamp != anchor.timestamp:
+                break
+            index += 1
         item.timestamp = anchor.timestamp
         entry = self._entry(item)
         self.items.insert(index, item)

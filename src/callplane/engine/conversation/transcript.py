@@ -61,18 +61,10 @@ class TranscriptLog:
         (a caller who answered the line spoke after them, whenever that was recorded)."""
         call = replace(call, call_id=self.history.call_id())
         called = ToolCalled(call.call_id, call.name, call.arguments, self._stamp(at))
-        items = self.history.items
-        line = next((n for n, item in enumerate(items) if item is after), None)
-        if after is not None and after.timestamp is not None and line is not None:
-            # After the line's calls recorded before this one, in the order asked for.
-            anchor: Said | ToolCalled = after
-            for item in items[line + 1 :]:
-                if not isinstance(item, ToolCalled) or item.timestamp != after.timestamp:
-                    break
-                anchor = item
-            self.history.add_after(called, anchor)
-        else:
+        if after is None:
             self.history.add(called)
+        else:
+            self.history.add_after(called, after)
         assert called.timestamp is not None
         self._called[call.call_id] = called.timestamp
         return call
