@@ -72,25 +72,51 @@ def _in_real_time(item: pytest.Item) -> bool:
     )
 
 
+#: Set by scripts/test.sh when the two databases' runs go side by side: a file both lock.
+REALTIME_LOCK = os.environ.get("CALLPLANE_TEST_REALTIME_LOCK")
+#: Seconds each realtime test of this run waited for the other run's, for the run's summary.
+_realtime_waits: list[float] = []
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The PostgreSQL run leaves out what touches no database (speech, SIP parsing, the turn
     loop's fakes, docs): the SQLite run has already run it, and it cannot differ here. A test
-    that wants both runs takes a database (or reads BACKEND)."""
+    that wants both runs takes a database (or reads BACKEND). Side by side, the two runs play
+    their audio at opposite ends."""
     for item in items:
         if _in_real_time(item) and item.get_closest_marker("realtime") is None:
             item.add_marker("realtime")
-    if BACKEND != "postgresql" or os.environ.get("CALLPLANE_TEST_EVERYTHING"):
-        return
-    kept, left_out = [], []
-    for item in items:
-        (kept if _reaches_a_database(item) else left_out).append(item)
-    if left_out:
-        config.hook.pytest_deselected(items=left_out)
-        items[:] = kept
+    if BACKEND == "postgresql" and not os.environ.get("CALLPLANE_TEST_EVERYTHING"):
+        kept, left_out = [], []
+        for item in items:
+            (kept if _reaches_a_database(item) else left_out).append(item)
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = kept
+    if REALTIME_LOCK:
+        _take_realtime_turns_apart(items)
 
 
-#: Set by scripts/test.sh when the two databases' runs go side by side: a file both lock.
-REALTIME_LOCK = os.environ.get("CALLPLANE_TEST_REALTIME_LOCK")
+def _take_realtime_turns_apart(items: list[pytest.Item]) -> None:
+    """With the two runs side by side, the PostgreSQL run plays its audio first and the SQLite
+    run last, so each run's realtime tests go while the other runs ordinary ones instead of
+    both queueing at the lock. Whole modules move, in their own order, so a module's fixtures
+    are still set up once."""
+    with_audio = {
+        item.nodeid.split("::")[0]
+        for item in items
+        if item.get_closest_marker("realtime") is not None
+    }
+    audio_first = BACKEND == "postgresql"
+    items.sort(key=lambda item: (item.nodeid.split("::")[0] in with_audio) != audio_first)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _realtime_waits:
+        terminalreporter.write_line(
+            f"realtime tests: {len(_realtime_waits)}, waited {sum(_realtime_waits):.0f} s "
+            "in all for the other run's"
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -102,9 +128,12 @@ def one_realtime_test_at_a_time(request: pytest.FixtureRequest) -> Any:
         yield
         return
     import fcntl
+    import time
 
     with open(REALTIME_LOCK, "a") as lock:
+        asked = time.monotonic()
         fcntl.flock(lock, fcntl.LOCK_EX)
+        _realtime_waits.append(time.monotonic() - asked)
         try:
             yield
         finally:
