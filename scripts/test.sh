@@ -9,8 +9,8 @@
 # as before. Tests of audio paced by the wall clock (SIPp, WebRTC: marked realtime) take turns
 # across the two runs (tests/conftest.py), so none has less of the machine than it had when the
 # runs went one after the other; the PostgreSQL run plays its audio first and the SQLite run
-# last, so they seldom have to wait for each other. Each run ends by saying how long they did. The SQLite run prints as it goes; the PostgreSQL run's output
-# follows it.
+# last, so they seldom have to wait for each other. Each run ends by saying how long they did.
+# The SQLite run prints as it goes; the PostgreSQL run's output follows it.
 # CALLPLANE_TEST_SERIAL=1 runs them one after the other instead.
 #
 # PostgreSQL: CALLPLANE_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test) names

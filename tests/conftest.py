@@ -102,13 +102,9 @@ def _take_realtime_turns_apart(items: list[pytest.Item]) -> None:
     run last, so each run's realtime tests go while the other runs ordinary ones instead of
     both queueing at the lock. Whole modules move, in their own order, so a module's fixtures
     are still set up once."""
-    with_audio = {
-        item.nodeid.split("::")[0]
-        for item in items
-        if item.get_closest_marker("realtime") is not None
-    }
+    with_audio = {item.path for item in items if item.get_closest_marker("realtime") is not None}
     audio_first = BACKEND == "postgresql"
-    items.sort(key=lambda item: (item.nodeid.split("::")[0] in with_audio) != audio_first)
+    items.sort(key=lambda item: (item.path in with_audio) != audio_first)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

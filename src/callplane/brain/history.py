@@ -96,10 +96,7 @@ class ChatHistory:
         else:
             keys = [i.timestamp or 0.0 for i in self.items]
             index = bisect.bisect_right(keys, item.timestamp)
-        entry = self._entry(item)
-        self.items.insert(index, item)
-        self.transcript.insert(index, entry)
-        return item
+        return self._insert(index, item)
 
     def add_after(self, item: ToolCalled, anchor: Item) -> ToolCalled:
         """Record ``item`` with ``anchor``, at its moment: after it and the calls already
@@ -114,6 +111,9 @@ class ChatHistory:
                 break
             index += 1
         item.timestamp = anchor.timestamp
+        return self._insert(index, item)
+
+    def _insert(self, index: int, item: AnItem) -> AnItem:
         entry = self._entry(item)
         self.items.insert(index, item)
         self.transcript.insert(index, entry)
